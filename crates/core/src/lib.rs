@@ -1,0 +1,2 @@
+//! Oloproof's nouns: config, cases, traces, verdicts, identity hashing, context assembly.
+#![warn(missing_docs)]

@@ -1,0 +1,2 @@
+//! Run orchestration, evaluators, slices and summaries.
+#![warn(missing_docs)]

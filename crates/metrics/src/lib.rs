@@ -1,0 +1,6 @@
+//! Pure metric functions for Oloproof: ranking metrics (trec_eval-compatible), fusion and text
+//! metrics. No I/O, no async, no clock: every function is a deterministic computation over
+//! in-memory values.
+#![warn(missing_docs)]
+
+pub mod ranking;

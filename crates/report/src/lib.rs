@@ -1,0 +1,2 @@
+//! Terminal tables and machine-readable summaries.
+#![warn(missing_docs)]

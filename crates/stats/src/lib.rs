@@ -1,0 +1,2 @@
+//! Intervals, bootstrap, paired tests. No I/O.
+#![warn(missing_docs)]
