@@ -1,0 +1,672 @@
+//! `oloproof.yaml`: options as the file says them, overrides, and validation with spans.
+//!
+//! Precedence, highest first: `--set key.path=value` overrides, then the file, then defaults.
+//! The system's own `@rag_system` defaults sit below the file: they are merged by the engine
+//! once the worker has said hello. Unknown keys are errors (a typo in `top_k` must not silently
+//! run the default).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::source::{did_you_mean, yaml_scalar, Origin, SourceError, YamlDocument};
+
+/// The whole `oloproof.yaml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectOptions {
+    /// The system under test.
+    pub system: SystemOptions,
+    /// Path of the case file (JSONL), relative to the config's folder.
+    pub cases: String,
+    /// Evaluators, in table order.
+    #[serde(default)]
+    pub evaluators: Vec<EvaluatorOptions>,
+    /// Slice keys: `metadata.<path>`, `relevant_position`, `context_truncated`.
+    #[serde(default)]
+    pub slices: Vec<String>,
+    /// Slices with fewer cases than this are shown but marked.
+    #[serde(default = "default_min_slice_support")]
+    pub min_slice_support: usize,
+    /// Run store path, relative to the config's folder (default `.oloproof/oloproof.db`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Seed and resample count of the bootstrap intervals.
+    #[serde(default)]
+    pub bootstrap: BootstrapOptions,
+    /// Share of cases allowed to end in an error before the run exits 4 (default 0).
+    #[serde(default)]
+    pub max_error_rate: f64,
+}
+
+fn default_min_slice_support() -> usize {
+    4
+}
+
+/// Bootstrap settings; the seed is recorded with every run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BootstrapOptions {
+    /// RNG seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Number of resamples.
+    #[serde(default = "default_resamples")]
+    pub resamples: usize,
+}
+
+impl Default for BootstrapOptions {
+    fn default() -> Self {
+        BootstrapOptions {
+            seed: default_seed(),
+            resamples: default_resamples(),
+        }
+    }
+}
+
+fn default_seed() -> u64 {
+    20_260_916
+}
+
+fn default_resamples() -> usize {
+    10_000
+}
+
+/// `system:`: identity and connection.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SystemOptions {
+    /// Overrides the name the system declares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Overrides the version the system declares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The staged RAG system.
+    pub rag: RagOptions,
+}
+
+/// `system.rag:`: how to reach the system and its stage parameters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RagOptions {
+    /// A Python class `module:Class`, imported with the config's folder on `sys.path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// A program speaking the worker protocol, run without a shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Candidates retrieved per case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<usize>,
+    /// Candidates kept for the context, in the system's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+    /// Token budget of the context (counted by the system's `count_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<usize>,
+    /// Identity of the index: part of every retrieval cache key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_version: Option<String>,
+    /// Worker processes (default: number of cores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
+    /// Seconds one request may take before the worker is restarted (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    /// Python interpreter for `object:` systems (default `python3`, or `$OLOPROOF_PYTHON`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// Extra parameters passed to the system in `hello`; part of the system identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Map<String, Value>>,
+}
+
+/// Which unit retrieval metrics count.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RelevanceUnit {
+    /// Whole documents (candidates de-duplicated by `doc_id`, first occurrence kept).
+    #[default]
+    Document,
+    /// Chunks: `(doc_id, chunk_id)`; every relevant entry then needs a `chunk_id`.
+    Chunk,
+}
+
+/// Options of an answer-text evaluator.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TextMatchOptions {
+    /// Criterion name (default: the evaluator type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// Field of the system's output to read.
+    #[serde(default = "default_answer_field")]
+    pub field: String,
+    /// Field of `expected` to compare with.
+    #[serde(default = "default_answer_field")]
+    pub expected_field: String,
+}
+
+fn default_answer_field() -> String {
+    "answer".to_string()
+}
+
+/// Options of a rank-cutoff retrieval evaluator.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RankOptions {
+    /// Criterion name (default `<type>_at_<k>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// Rank cutoff.
+    pub k: usize,
+    /// What counts as one unit.
+    #[serde(default)]
+    pub relevance_unit: RelevanceUnit,
+}
+
+/// Options of `citation_validity`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CitationOptions {
+    /// Criterion name (default `citations_valid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// Fail answers that cite nothing.
+    #[serde(default)]
+    pub require_citations: bool,
+}
+
+/// One entry of `evaluators:`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EvaluatorOptions {
+    /// The expected text is contained in the answer (case-insensitive).
+    Contains(TextMatchOptions),
+    /// SQuAD exact match after answer normalisation.
+    ExactMatch(TextMatchOptions),
+    /// SQuAD token F1 after answer normalisation (a score).
+    TokenF1(TextMatchOptions),
+    /// Any relevant unit in the first k.
+    HitRate(RankOptions),
+    /// Relevant units in the first k over all relevant units.
+    Recall(RankOptions),
+    /// Relevant units in the first k over k.
+    Precision(RankOptions),
+    /// Reciprocal rank of the first relevant unit within k.
+    Mrr(RankOptions),
+    /// nDCG at k with graded linear gains (trec_eval `ndcg_cut`).
+    Ndcg(RankOptions),
+    /// Every cited id is a passage of the context given to `generate`.
+    CitationValidity(CitationOptions),
+}
+
+impl EvaluatorOptions {
+    /// The evaluator's type name as written in the file.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EvaluatorOptions::Contains(_) => "contains",
+            EvaluatorOptions::ExactMatch(_) => "exact_match",
+            EvaluatorOptions::TokenF1(_) => "token_f1",
+            EvaluatorOptions::HitRate(_) => "hit_rate",
+            EvaluatorOptions::Recall(_) => "recall",
+            EvaluatorOptions::Precision(_) => "precision",
+            EvaluatorOptions::Mrr(_) => "mrr",
+            EvaluatorOptions::Ndcg(_) => "ndcg",
+            EvaluatorOptions::CitationValidity(_) => "citation_validity",
+        }
+    }
+
+    /// The criterion this evaluator reports: its `criterion:` or the default name.
+    pub fn criterion(&self) -> String {
+        match self {
+            EvaluatorOptions::Contains(o)
+            | EvaluatorOptions::ExactMatch(o)
+            | EvaluatorOptions::TokenF1(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| self.type_name().to_string()),
+            EvaluatorOptions::HitRate(o)
+            | EvaluatorOptions::Recall(o)
+            | EvaluatorOptions::Precision(o)
+            | EvaluatorOptions::Mrr(o)
+            | EvaluatorOptions::Ndcg(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| format!("{}_at_{}", self.type_name(), o.k)),
+            EvaluatorOptions::CitationValidity(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| "citations_valid".to_string()),
+        }
+    }
+}
+
+/// Known evaluator types, for "did you mean".
+pub const EVALUATOR_TYPES: &[&str] = &[
+    "contains",
+    "exact_match",
+    "token_f1",
+    "hit_rate",
+    "recall",
+    "precision",
+    "mrr",
+    "ndcg",
+    "citation_validity",
+];
+
+/// Built-in slice keys besides `metadata.*`.
+pub const BUILTIN_SLICES: &[&str] = &["relevant_position", "context_truncated"];
+
+/// A loaded, validated configuration with the folder it came from.
+#[derive(Debug, Clone)]
+pub struct ProjectConfig {
+    /// The config file as the user named it.
+    pub path: PathBuf,
+    /// Its folder: relative paths resolve against it.
+    pub dir: PathBuf,
+    /// The validated options (overrides applied).
+    pub options: ProjectOptions,
+}
+
+impl ProjectConfig {
+    /// Absolute-or-relative path of the case file.
+    pub fn cases_path(&self) -> PathBuf {
+        self.dir.join(&self.options.cases)
+    }
+
+    /// Path of the run store.
+    pub fn store_path(&self) -> PathBuf {
+        self.dir.join(
+            self.options
+                .store
+                .as_deref()
+                .unwrap_or(".oloproof/oloproof.db"),
+        )
+    }
+}
+
+/// Applies one `key.path=value` override to `value`; the right side is typed as a YAML scalar
+/// (or a flow list/map such as `[a, b]`).
+pub fn apply_override(value: &mut Value, assignment: &str) -> Result<(), SourceError> {
+    let override_error = |message: String| SourceError {
+        message,
+        origin: Origin::Override(assignment.to_string()),
+        key_path: None,
+        expected: Some("KEY.PATH=VALUE, e.g. system.rag.top_k=4".to_string()),
+        help: None,
+    };
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| override_error("an override needs `=`".to_string()))?;
+    let path = path.trim();
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        return Err(override_error(format!("`{path}` is not a key path")));
+    }
+    let parsed = if raw.trim_start().starts_with(['[', '{']) {
+        YamlDocument::parse("--set", raw)
+            .map(|d| d.value)
+            .map_err(|e| override_error(format!("cannot read `{raw}`: {}", e.message)))?
+    } else {
+        yaml_scalar(raw.trim())
+    };
+    let mut cursor = value;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let obj = match cursor {
+            Value::Object(map) => map,
+            Value::Array(items) => {
+                let idx: usize = part
+                    .parse()
+                    .map_err(|_| override_error(format!("`{part}` is not an index of a list")))?;
+                let len = items.len();
+                let slot = items.get_mut(idx).ok_or_else(|| {
+                    override_error(format!("index {idx} is past the end of a list of {len}"))
+                })?;
+                if last {
+                    *slot = parsed;
+                    return Ok(());
+                }
+                cursor = slot;
+                continue;
+            }
+            _ => {
+                return Err(override_error(format!(
+                    "`{}` is not a mapping",
+                    parts[..i].join(".")
+                )))
+            }
+        };
+        if last {
+            obj.insert(part.to_string(), parsed);
+            return Ok(());
+        }
+        cursor = obj
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    Ok(())
+}
+
+/// Loads `path`, applies `overrides` in order and validates the result.
+pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let doc = YamlDocument::parse(&shown, &text)?;
+    let mut value = doc.value.clone();
+    for assignment in overrides {
+        apply_override(&mut value, assignment)?;
+    }
+    let options = validate(&doc, &value, overrides)?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir
+    };
+    Ok(ProjectConfig {
+        path: path.to_path_buf(),
+        dir,
+        options,
+    })
+}
+
+/// Validates a parsed document (with overrides applied in `value`).
+pub fn validate(
+    doc: &YamlDocument,
+    value: &Value,
+    overrides: &[String],
+) -> Result<ProjectOptions, SourceError> {
+    if let Some(items) = value.get("evaluators").and_then(Value::as_array) {
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("evaluators[{i}]");
+            match item.get("type") {
+                Some(Value::String(t)) if EVALUATOR_TYPES.contains(&t.as_str()) => {}
+                Some(Value::String(t)) => {
+                    let mut err = doc.error_at(
+                        &format!("{at}.type"),
+                        true,
+                        format!("unknown evaluator type `{t}`"),
+                    );
+                    err.expected = Some(format!("one of {}", EVALUATOR_TYPES.join(", ")));
+                    err.help = did_you_mean(t, EVALUATOR_TYPES.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?"));
+                    return Err(attribute(err, overrides, &format!("{at}.type")));
+                }
+                Some(_) => {
+                    let err = doc.error_at(
+                        &format!("{at}.type"),
+                        true,
+                        "wrong type: `type` must be a string",
+                    );
+                    return Err(attribute(err, overrides, &format!("{at}.type")));
+                }
+                None => {
+                    let mut err = doc.error_at(&at, true, "missing key `type`");
+                    err.key_path = Some(format!("{at}.type"));
+                    err.expected = Some(format!("one of {}", EVALUATOR_TYPES.join(", ")));
+                    return Err(err);
+                }
+            }
+        }
+    }
+    let options: ProjectOptions = doc.deserialize(value).map_err(|e| {
+        let key = e.key_path.clone().unwrap_or_default();
+        attribute(e, overrides, &key)
+    })?;
+    let rag = &options.system.rag;
+    let connectors = [rag.object.is_some(), rag.command.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if connectors != 1 {
+        let mut err = doc.error_at(
+            "system.rag",
+            false,
+            if connectors == 0 {
+                "no connector for the system"
+            } else {
+                "more than one connector for the system"
+            },
+        );
+        err.expected = Some(
+            "exactly one of `object: module:Class` or `command: [program, args…]`".to_string(),
+        );
+        return Err(err);
+    }
+    if let Some(object) = &rag.object {
+        if object
+            .split_once(':')
+            .is_none_or(|(m, c)| m.is_empty() || c.is_empty())
+        {
+            let mut err = doc.error_at(
+                "system.rag.object",
+                true,
+                format!("`{object}` is not `module:Class`"),
+            );
+            err.expected = Some("module:Class, e.g. app:SupportRag".to_string());
+            return Err(attribute(err, overrides, "system.rag.object"));
+        }
+    }
+    if rag.command.as_ref().is_some_and(Vec::is_empty) {
+        let err = doc.error_at("system.rag.command", true, "the command is empty");
+        return Err(err);
+    }
+    for (key, zero) in [
+        ("top_k", rag.top_k == Some(0)),
+        ("depth", rag.depth == Some(0)),
+        ("workers", rag.workers == Some(0)),
+    ] {
+        if zero {
+            let mut err = doc.error_at(
+                &format!("system.rag.{key}"),
+                true,
+                format!("`{key}` must be at least 1"),
+            );
+            err.expected = Some("a positive integer".to_string());
+            return Err(attribute(err, overrides, &format!("system.rag.{key}")));
+        }
+    }
+    if !(0.0..=1.0).contains(&options.max_error_rate) {
+        let mut err = doc.error_at(
+            "max_error_rate",
+            true,
+            "`max_error_rate` must lie in [0, 1]",
+        );
+        err.expected = Some("a share such as 0.05".to_string());
+        return Err(attribute(err, overrides, "max_error_rate"));
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (i, ev) in options.evaluators.iter().enumerate() {
+        if let Some(prev) = seen.insert(ev.criterion(), i) {
+            let mut err = doc.error_at(
+                &format!("evaluators[{i}]"),
+                true,
+                format!("criterion `{}` is reported twice", ev.criterion()),
+            );
+            err.help = Some(format!(
+                "rename one with `criterion:` (the other is evaluators[{prev}])"
+            ));
+            return Err(err);
+        }
+        if let EvaluatorOptions::HitRate(o)
+        | EvaluatorOptions::Recall(o)
+        | EvaluatorOptions::Precision(o)
+        | EvaluatorOptions::Mrr(o)
+        | EvaluatorOptions::Ndcg(o) = ev
+        {
+            if o.k == 0 {
+                let err = doc.error_at(
+                    &format!("evaluators[{i}].k"),
+                    true,
+                    "`k` must be at least 1",
+                );
+                return Err(attribute(err, overrides, &format!("evaluators[{i}].k")));
+            }
+        }
+    }
+    for (i, slice) in options.slices.iter().enumerate() {
+        let ok = BUILTIN_SLICES.contains(&slice.as_str())
+            || slice
+                .strip_prefix("metadata.")
+                .is_some_and(|rest| !rest.is_empty());
+        if !ok {
+            let mut err = doc.error_at(
+                &format!("slices[{i}]"),
+                true,
+                format!("unknown slice `{slice}`"),
+            );
+            err.expected =
+                Some("`metadata.<key>`, `relevant_position` or `context_truncated`".to_string());
+            let mut known: Vec<String> = BUILTIN_SLICES.iter().map(|s| s.to_string()).collect();
+            known.push(format!("metadata.{slice}"));
+            err.help = did_you_mean(slice, known.iter().map(String::as_str))
+                .map(|s| format!("did you mean `{s}`?"))
+                .or_else(|| Some(format!("did you mean `metadata.{slice}`?")));
+            return Err(attribute(err, overrides, &format!("slices[{i}]")));
+        }
+    }
+    Ok(options)
+}
+
+/// When an override set `key`, point the error at the override rather than at the file.
+fn attribute(mut err: SourceError, overrides: &[String], key: &str) -> SourceError {
+    if let Some(arg) = overrides.iter().rev().find(|o| {
+        o.split_once('=')
+            .is_some_and(|(k, _)| !k.is_empty() && key.starts_with(k.trim()))
+    }) {
+        err.origin = Origin::Override(arg.clone());
+    }
+    err
+}
+
+/// Failure to load a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is invalid.
+    #[error("{0}")]
+    Invalid(#[from] SourceError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = "system:
+  name: support-rag
+  version: slice-b-example
+  rag:
+    object: app:SupportRag
+    depth: 6
+    top_k: 2
+    token_budget: 40
+    index_version: kb-2026-09-16
+    workers: 4
+cases: cases.jsonl
+evaluators:
+  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}
+  - {type: hit_rate, k: 2}
+  - {type: recall, k: 2}
+  - {type: ndcg, k: 6}
+  - {type: citation_validity}
+slices: [metadata.topic, relevant_position, context_truncated]
+min_slice_support: 4
+";
+
+    fn load(text: &str, overrides: &[&str]) -> Result<ProjectOptions, SourceError> {
+        let doc = YamlDocument::parse("oloproof.yaml", text)?;
+        let mut value = doc.value.clone();
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        for o in &overrides {
+            apply_override(&mut value, o)?;
+        }
+        validate(&doc, &value, &overrides)
+    }
+
+    #[test]
+    fn the_seed_example_loads() {
+        let o = load(EXAMPLE, &[]).unwrap();
+        assert_eq!(o.system.rag.top_k, Some(2));
+        let names: Vec<String> = o
+            .evaluators
+            .iter()
+            .map(EvaluatorOptions::criterion)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "answer_correct",
+                "hit_rate_at_2",
+                "recall_at_2",
+                "ndcg_at_6",
+                "citations_valid"
+            ]
+        );
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let o = load(
+            EXAMPLE,
+            &["system.rag.top_k=4", "system.rag.index_version=kb-2"],
+        )
+        .unwrap();
+        assert_eq!(o.system.rag.top_k, Some(4));
+        assert_eq!(o.system.rag.index_version.as_deref(), Some("kb-2"));
+    }
+
+    #[test]
+    fn unknown_key_is_located_with_a_suggestion() {
+        let text = EXAMPLE.replace("    top_k: 2", "    top_kk: 2");
+        let err = load(&text, &[]).unwrap_err();
+        assert_eq!(err.location(), "oloproof.yaml:7:5");
+        assert_eq!(err.key_path.as_deref(), Some("system.rag.top_kk"));
+        assert_eq!(err.help.as_deref(), Some("did you mean `top_k`?"));
+    }
+
+    #[test]
+    fn wrong_type_names_what_was_expected() {
+        let text = EXAMPLE.replace("depth: 6", "depth: six");
+        let err = load(&text, &[]).unwrap_err();
+        assert_eq!(err.location(), "oloproof.yaml:6:12");
+        assert_eq!(err.key_path.as_deref(), Some("system.rag.depth"));
+        assert_eq!(err.expected.as_deref(), Some("a non-negative integer"));
+    }
+
+    #[test]
+    fn override_errors_point_at_the_override() {
+        let err = load(EXAMPLE, &["system.rag.top_k=many"]).unwrap_err();
+        assert_eq!(err.location(), "--set system.rag.top_k=many");
+    }
+
+    #[test]
+    fn unknown_evaluator_type() {
+        let text = EXAMPLE.replace("type: hit_rate", "type: hitrate");
+        let err = load(&text, &[]).unwrap_err();
+        assert_eq!(err.help.as_deref(), Some("did you mean `hit_rate`?"));
+        assert_eq!(err.location(), "oloproof.yaml:14:12");
+    }
+
+    #[test]
+    fn missing_field() {
+        let text = EXAMPLE.replace("cases: cases.jsonl\n", "");
+        let err = load(&text, &[]).unwrap_err();
+        assert_eq!(err.message, "missing key `cases`");
+    }
+}

@@ -1,0 +1,159 @@
+//! Everything one case did.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::context::Context;
+use crate::passage::Retrieval;
+
+/// Schema version of stored traces.
+pub const TRACE_SCHEMA_VERSION: u32 = 1;
+
+/// How a stage failed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The system raised an error and said so.
+    Raised,
+    /// The worker exceeded `timeout_s` and was restarted.
+    Timeout,
+    /// The worker process died.
+    Crash,
+    /// The worker broke the protocol (bad JSON, wrong shape).
+    Protocol,
+    /// The worker could not be started.
+    Spawn,
+}
+
+/// A failed stage, recorded as the case's error (never cached, never scored).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StageError {
+    /// `hello`, `retrieve`, `count_tokens` or `generate`.
+    pub stage: String,
+    /// How it failed.
+    pub kind: ErrorKind,
+    /// The exception type, when the system raised one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// One-line message.
+    pub message: String,
+    /// The system's traceback, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+    /// Last lines of the worker's stderr.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr_tail: Vec<String>,
+}
+
+impl StageError {
+    /// A short one-line description: `generate: crash: worker exited with status 3`.
+    pub fn summary(&self) -> String {
+        let kind = match self.kind {
+            ErrorKind::Raised => self.error_type.clone().unwrap_or_else(|| "error".into()),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::Crash => "crash".into(),
+            ErrorKind::Protocol => "protocol error".into(),
+            ErrorKind::Spawn => "cannot start worker".into(),
+        };
+        format!("{}: {kind}: {}", self.stage, self.message)
+    }
+}
+
+/// Per-stage wall time in milliseconds (absent when the stage did not run or was cached).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageLatency {
+    /// `retrieve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieve: Option<f64>,
+    /// `count_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_tokens: Option<f64>,
+    /// `generate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<f64>,
+}
+
+/// Which cache layers served this case.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CacheUse {
+    /// The whole execution came from the execution cache.
+    pub execution: bool,
+    /// Retrieval came from the stage cache (`None`: not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieve: Option<bool>,
+    /// Generation came from the stage cache (`None`: not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<bool>,
+}
+
+/// Everything one case did: retrieval, context, generation, latency, errors, cache use.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Trace {
+    /// [`TRACE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The case.
+    pub case_id: String,
+    /// What `retrieve` returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<Retrieval>,
+    /// What `generate` received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Context>,
+    /// What `generate` returned (`answer`, `citations`, `usage`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Map<String, Value>>,
+    /// The failed stage, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StageError>,
+    /// Stage latencies.
+    #[serde(default)]
+    pub latency_ms: StageLatency,
+    /// Cache layers used.
+    #[serde(default)]
+    pub cache: CacheUse,
+    /// The worker's stderr lines while it ran this case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
+}
+
+impl Trace {
+    /// An empty trace for `case_id`.
+    pub fn new(case_id: &str) -> Self {
+        Trace {
+            schema_version: TRACE_SCHEMA_VERSION,
+            case_id: case_id.to_string(),
+            retrieval: None,
+            context: None,
+            generation: None,
+            error: None,
+            latency_ms: StageLatency::default(),
+            cache: CacheUse::default(),
+            stderr: Vec::new(),
+        }
+    }
+
+    /// A field of the generation output, e.g. `answer`.
+    pub fn output_field(&self, field: &str) -> Option<&Value> {
+        self.generation.as_ref()?.get(field)
+    }
+
+    /// The answer text, if the generation returned a string `answer`.
+    pub fn answer(&self) -> Option<&str> {
+        self.output_field("answer")?.as_str()
+    }
+
+    /// Cited ids (strings; other values are ignored).
+    pub fn citations(&self) -> Vec<String> {
+        match self.output_field("citations") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(o) => o.get("doc_id").and_then(Value::as_str).map(str::to_string),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
