@@ -1,0 +1,121 @@
+"""Oloproof: the Python side of a staged RAG system under evaluation.
+
+A system is a class with a retrieval stage and a generation stage, decorated with
+``@rag_system``::
+
+    from oloproof import Passage, Retrieval, rag_system
+
+    @rag_system(name="support-rag", version="1", depth=6, top_k=2, token_budget=40)
+    class SupportRag:
+        def retrieve(self, input, depth):
+            return Retrieval(query=input["question"], depth=depth, candidates=(...))
+
+        def generate(self, input, context):
+            return {"answer": "...", "citations": [context[0].doc_id]}
+
+        def count_tokens(self, passage):
+            return len((passage.text or "").split())
+
+Oloproof runs the class in a worker process (``python -m oloproof.worker module:Class``) that
+speaks the NDJSON protocol described in ``docs/protocol.md``. This module is pure Python 3.9+,
+standard library only.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence
+
+__all__ = ["Passage", "Retrieval", "rag_system", "PROTOCOL_VERSION", "__version__"]
+
+__version__ = "0.1.0"
+
+#: Version of the worker protocol this package speaks (see docs/protocol.md).
+PROTOCOL_VERSION = 1
+
+#: Parameter names the decorator knows; any other keyword is kept as an extra default.
+KNOWN_PARAMS = ("depth", "top_k", "token_budget", "index_version")
+
+_SYSTEM_ATTR = "__oloproof_system__"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved passage (a chunk of a document).
+
+    ``doc_id`` names the document; ``chunk_id`` (optional) the chunk within it. ``score`` is the
+    retriever's score, recorded but never used to re-rank. ``metadata`` is any JSON object.
+
+    Passages handed to ``generate`` also carry ``position``: their 1-based position in the
+    system's retrieval. It is not a constructor argument.
+    """
+
+    doc_id: str
+    score: Optional[float] = None
+    text: Optional[str] = None
+    chunk_id: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
+    position: Optional[int] = field(default=None, init=False, compare=False)
+
+    def with_position(self, position: Optional[int]) -> "Passage":
+        """A copy of this passage carrying ``position``."""
+        p = Passage(self.doc_id, self.score, self.text, self.chunk_id, self.metadata)
+        object.__setattr__(p, "position", position)
+        return p
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What ``retrieve`` returns: the query it ran, the depth, and the candidates in rank order."""
+
+    query: Optional[str]
+    depth: int
+    candidates: Sequence[Passage] = ()
+
+
+def rag_system(
+    name: str,
+    version: str,
+    depth: Optional[int] = None,
+    top_k: Optional[int] = None,
+    token_budget: Optional[int] = None,
+    index_version: Optional[str] = None,
+    **extra: Any,
+):
+    """Class decorator declaring a staged RAG system.
+
+    ``name`` and ``version`` identify the system. ``depth``, ``top_k``, ``token_budget`` and
+    ``index_version`` are defaults that ``oloproof.yaml`` overrides; unset ones are omitted.
+    Extra keyword arguments are kept as further defaults. The merged parameters are available
+    to the instance as ``self.oloproof_params`` (a dict) once the worker has started.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError("rag_system(name=...) must be a non-empty string")
+    if not isinstance(version, str):
+        raise TypeError("rag_system(version=...) must be a string")
+    defaults: Dict[str, Any] = {}
+    for key, value in (
+        ("depth", depth),
+        ("top_k", top_k),
+        ("token_budget", token_budget),
+        ("index_version", index_version),
+    ):
+        if value is not None:
+            defaults[key] = value
+    for key, value in extra.items():
+        if value is not None:
+            defaults[key] = value
+
+    def decorate(cls):
+        if not isinstance(cls, type):
+            raise TypeError("@rag_system decorates a class")
+        setattr(cls, _SYSTEM_ATTR, {"name": name, "version": version, "defaults": dict(defaults)})
+        return cls
+
+    return decorate
+
+
+def system_info(cls) -> Dict[str, Any]:
+    """The decorator's record for ``cls``: name, version, defaults (class name if undecorated)."""
+    info = getattr(cls, _SYSTEM_ATTR, None)
+    if info is None:
+        return {"name": getattr(cls, "__name__", str(cls)), "version": None, "defaults": {}}
+    return {"name": info["name"], "version": info["version"], "defaults": dict(info["defaults"])}
