@@ -1,2 +1,566 @@
-//! The run store (SQLite) and content-addressed stage, execution and judgment caches.
+//! The run store and the content-addressed caches, in SQLite (bundled).
+//!
+//! One database file (default `.oloproof/oloproof.db` beside the config) holds:
+//! - `runs`: one row per run: its settings snapshot, identity hash, system info, status, summary;
+//! - `run_cases`: one row per case of a run: the case as it was, a state (`pending`/`done`), an
+//!   `attempt` counter and `lease_until`, and the trace. Results are written only by the current
+//!   attempt, so the table can double as a work queue (a Postgres backend would claim rows with
+//!   `FOR UPDATE SKIP LOCKED`);
+//! - `verdicts`: one row per case and criterion;
+//! - `cache`: content-addressed entries per layer (`execution`, `retrieve`, `generate`,
+//!   `judgment`), keyed by sha256 of canonical JSON. Errors are never written here.
+//!
+//! A case's trace, verdicts and cache entries are written in one transaction as soon as the case
+//! finishes, so a killed run loses at most the cases in flight and resumes from the rest.
 #![warn(missing_docs)]
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Current schema version, stored in `meta`.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("run store {path}: {source}")]
+    Sqlite {
+        /// The database path.
+        path: String,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The folder could not be created.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The folder.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No run with that id.
+    #[error("no run `{0}` in this store")]
+    UnknownRun(String),
+    /// The database was written by a newer Oloproof.
+    #[error("run store schema {found} is newer than this oloproof understands ({SCHEMA_VERSION})")]
+    Schema {
+        /// The version found.
+        found: i64,
+    },
+}
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// `run_<ULID>`.
+    pub id: String,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+    /// `running`, `complete` or `incomplete`.
+    pub status: String,
+    /// The config file the run came from.
+    pub config_path: String,
+    /// The resolved settings snapshot (JSON).
+    pub settings_json: String,
+    /// sha256 of the canonical settings identity.
+    pub identity: String,
+    /// The system's hello (JSON).
+    pub system_json: String,
+    /// The summary, once finished (JSON).
+    pub summary_json: Option<String>,
+    /// Parent run, for child runs (diagnosis).
+    pub parent: Option<String>,
+    /// Number of cases.
+    pub case_count: i64,
+    /// Cases done.
+    pub done_count: i64,
+}
+
+/// One case of a run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseRecord {
+    /// Order in the case file.
+    pub ord: i64,
+    /// Case id.
+    pub case_id: String,
+    /// The case (JSON).
+    pub case_json: String,
+    /// `pending` or `done`.
+    pub state: String,
+    /// Attempt counter.
+    pub attempt: i64,
+    /// The trace (JSON), once done.
+    pub trace_json: Option<String>,
+}
+
+/// One verdict row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictRecord {
+    /// Case id.
+    pub case_id: String,
+    /// Criterion.
+    pub criterion: String,
+    /// The verdict with its detail (JSON).
+    pub verdict_json: String,
+}
+
+/// A new run to record.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    /// `run_<ULID>`.
+    pub id: &'a str,
+    /// Config path as given.
+    pub config_path: &'a str,
+    /// Settings snapshot.
+    pub settings_json: &'a str,
+    /// Identity hash.
+    pub identity: &'a str,
+    /// System hello.
+    pub system_json: &'a str,
+    /// Parent run, if a child run.
+    pub parent: Option<&'a str>,
+    /// `(case_id, case_json)` in order.
+    pub cases: &'a [(String, String)],
+}
+
+/// Everything written when one case finishes.
+#[derive(Debug, Clone)]
+pub struct CaseResult<'a> {
+    /// Case id.
+    pub case_id: &'a str,
+    /// The attempt that produced it; a stale attempt writes nothing.
+    pub attempt: i64,
+    /// Trace JSON.
+    pub trace_json: &'a str,
+    /// `(criterion, verdict_json)`.
+    pub verdicts: &'a [(String, String)],
+    /// `(layer, key, value_json)` cache entries to add.
+    pub cache: &'a [(String, String, String)],
+}
+
+/// The SQLite run store.
+pub struct SqliteStore {
+    conn: Connection,
+    path: String,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as i64
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        })?;
+        let store = SqliteStore { conn, path: shown };
+        store.init()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store read-only for cache lookups from another thread.
+    pub fn open_reader(path: &Path) -> Result<Self> {
+        let shown = path.display().to_string();
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Sqlite {
+            path: shown.clone(),
+            source,
+        })?;
+        conn.busy_timeout(Duration::from_secs(30))
+            .map_err(|source| StoreError::Sqlite {
+                path: shown.clone(),
+                source,
+            })?;
+        Ok(SqliteStore { conn, path: shown })
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn init(&self) -> Result<()> {
+        self.conn
+            .busy_timeout(Duration::from_secs(30))
+            .map_err(self.err())?;
+        self.conn
+            .execute_batch(
+                "PRAGMA journal_mode=WAL;
+                 PRAGMA synchronous=NORMAL;
+                 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 CREATE TABLE IF NOT EXISTS runs(
+                   id TEXT PRIMARY KEY,
+                   created_ms INTEGER NOT NULL,
+                   status TEXT NOT NULL,
+                   config_path TEXT NOT NULL,
+                   settings_json TEXT NOT NULL,
+                   identity TEXT NOT NULL,
+                   system_json TEXT NOT NULL,
+                   summary_json TEXT,
+                   parent TEXT,
+                   finished_ms INTEGER);
+                 CREATE TABLE IF NOT EXISTS run_cases(
+                   run_id TEXT NOT NULL REFERENCES runs(id),
+                   ord INTEGER NOT NULL,
+                   case_id TEXT NOT NULL,
+                   case_json TEXT NOT NULL,
+                   state TEXT NOT NULL DEFAULT 'pending',
+                   attempt INTEGER NOT NULL DEFAULT 0,
+                   lease_until INTEGER,
+                   trace_json TEXT,
+                   PRIMARY KEY(run_id, case_id));
+                 CREATE INDEX IF NOT EXISTS run_cases_state ON run_cases(run_id, state, ord);
+                 CREATE TABLE IF NOT EXISTS verdicts(
+                   run_id TEXT NOT NULL,
+                   case_id TEXT NOT NULL,
+                   criterion TEXT NOT NULL,
+                   verdict_json TEXT NOT NULL,
+                   PRIMARY KEY(run_id, case_id, criterion));
+                 CREATE TABLE IF NOT EXISTS cache(
+                   layer TEXT NOT NULL,
+                   key TEXT NOT NULL,
+                   value TEXT NOT NULL,
+                   created_ms INTEGER NOT NULL,
+                   PRIMARY KEY(layer, key));",
+            )
+            .map_err(self.err())?;
+        let found: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.err())?;
+        match found.and_then(|v| v.parse::<i64>().ok()) {
+            Some(v) if v > SCHEMA_VERSION => return Err(StoreError::Schema { found: v }),
+            Some(_) => {}
+            None => {
+                self.conn
+                    .execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1)",
+                        [SCHEMA_VERSION.to_string()],
+                    )
+                    .map_err(self.err())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a new run and its cases (all `pending`).
+    pub fn create_run(&mut self, run: &NewRun<'_>) -> Result<()> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.execute(
+            "INSERT INTO runs(id, created_ms, status, config_path, settings_json, identity, system_json, parent)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
+            params![run.id, now_ms(), run.config_path, run.settings_json, run.identity, run.system_json, run.parent],
+        )
+        .map_err(e)?;
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO run_cases(run_id, ord, case_id, case_json) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
+            for (i, (id, json)) in run.cases.iter().enumerate() {
+                stmt.execute(params![run.id, i as i64, id, json])
+                    .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// Claims every pending case of `run_id` for a new attempt (lease of `lease`), returning
+    /// them in order with their attempt numbers.
+    pub fn claim_pending(&mut self, run_id: &str, lease: Duration) -> Result<Vec<CaseRecord>> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.execute(
+            "UPDATE run_cases SET attempt = attempt + 1, lease_until = ?2 WHERE run_id = ?1 AND state = 'pending'",
+            params![run_id, now_ms() + lease.as_millis() as i64],
+        )
+        .map_err(e)?;
+        let rows = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT ord, case_id, case_json, state, attempt, trace_json FROM run_cases
+                     WHERE run_id = ?1 AND state = 'pending' ORDER BY ord",
+                )
+                .map_err(e)?;
+            let rows = stmt.query_map([run_id], case_row).map_err(e)?;
+            rows.collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(e)?
+        };
+        tx.commit().map_err(e)?;
+        Ok(rows)
+    }
+
+    /// Writes one finished case (trace, verdicts, cache entries) in one transaction. Returns
+    /// `false`, writing nothing, when `attempt` is no longer the case's current attempt.
+    pub fn complete_case(&mut self, run_id: &str, result: &CaseResult<'_>) -> Result<bool> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        let updated = tx
+            .execute(
+                "UPDATE run_cases SET state = 'done', trace_json = ?4, lease_until = NULL
+                 WHERE run_id = ?1 AND case_id = ?2 AND attempt = ?3 AND state = 'pending'",
+                params![run_id, result.case_id, result.attempt, result.trace_json],
+            )
+            .map_err(e)?;
+        if updated == 0 {
+            return Ok(false);
+        }
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO verdicts(run_id, case_id, criterion, verdict_json) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(e)?;
+            for (criterion, json) in result.verdicts {
+                stmt.execute(params![run_id, result.case_id, criterion, json])
+                    .map_err(e)?;
+            }
+            let mut stmt = tx
+                .prepare_cached("INSERT OR IGNORE INTO cache(layer, key, value, created_ms) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
+            let now = now_ms();
+            for (layer, key, value) in result.cache {
+                stmt.execute(params![layer, key, value, now]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(true)
+    }
+
+    /// A cache entry, if present.
+    pub fn cache_get(&self, layer: &str, key: &str) -> Result<Option<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT value FROM cache WHERE layer = ?1 AND key = ?2")
+            .map_err(self.err())?;
+        stmt.query_row([layer, key], |r| r.get(0))
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// Marks a run finished with its summary.
+    pub fn finish_run(&mut self, run_id: &str, status: &str, summary_json: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, summary_json = ?3, finished_ms = ?4 WHERE id = ?1",
+                params![run_id, status, summary_json, now_ms()],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Marks a run as running again (resume).
+    pub fn reopen_run(&mut self, run_id: &str) -> Result<()> {
+        self.conn
+            .execute("UPDATE runs SET status = 'running' WHERE id = ?1", [run_id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Every run, newest first.
+    pub fn list_runs(&self) -> Result<Vec<RunRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "{RUN_SELECT} ORDER BY r.created_ms DESC, r.id DESC"
+            ))
+            .map_err(self.err())?;
+        let rows = stmt.query_map([], run_row).map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+
+    /// One run.
+    pub fn run(&self, run_id: &str) -> Result<RunRecord> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("{RUN_SELECT} WHERE r.id = ?1"))
+            .map_err(self.err())?;
+        stmt.query_row([run_id], run_row)
+            .optional()
+            .map_err(self.err())?
+            .ok_or_else(|| StoreError::UnknownRun(run_id.to_string()))
+    }
+
+    /// The cases of a run, in order.
+    pub fn cases(&self, run_id: &str) -> Result<Vec<CaseRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT ord, case_id, case_json, state, attempt, trace_json FROM run_cases WHERE run_id = ?1 ORDER BY ord",
+            )
+            .map_err(self.err())?;
+        let rows = stmt.query_map([run_id], case_row).map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+
+    /// The verdicts of a run (case order, then criterion).
+    pub fn verdicts(&self, run_id: &str) -> Result<Vec<VerdictRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT v.case_id, v.criterion, v.verdict_json FROM verdicts v
+                 JOIN run_cases c ON c.run_id = v.run_id AND c.case_id = v.case_id
+                 WHERE v.run_id = ?1 ORDER BY c.ord, v.criterion",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(VerdictRecord {
+                    case_id: r.get(0)?,
+                    criterion: r.get(1)?,
+                    verdict_json: r.get(2)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+}
+
+const RUN_SELECT: &str = "SELECT r.id, r.created_ms, r.status, r.config_path, r.settings_json, r.identity, r.system_json,
+       r.summary_json, r.parent,
+       (SELECT COUNT(*) FROM run_cases c WHERE c.run_id = r.id),
+       (SELECT COUNT(*) FROM run_cases c WHERE c.run_id = r.id AND c.state = 'done')
+  FROM runs r";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    Ok(RunRecord {
+        id: r.get(0)?,
+        created_ms: r.get(1)?,
+        status: r.get(2)?,
+        config_path: r.get(3)?,
+        settings_json: r.get(4)?,
+        identity: r.get(5)?,
+        system_json: r.get(6)?,
+        summary_json: r.get(7)?,
+        parent: r.get(8)?,
+        case_count: r.get(9)?,
+        done_count: r.get(10)?,
+    })
+}
+
+fn case_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CaseRecord> {
+    Ok(CaseRecord {
+        ord: r.get(0)?,
+        case_id: r.get(1)?,
+        case_json: r.get(2)?,
+        state: r.get(3)?,
+        attempt: r.get(4)?,
+        trace_json: r.get(5)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s/o.db")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn run_lifecycle_and_stale_attempts() {
+        let (_d, mut s) = new_store();
+        let cases = vec![
+            ("a".to_string(), "{}".to_string()),
+            ("b".to_string(), "{}".to_string()),
+        ];
+        s.create_run(&NewRun {
+            id: "run_1",
+            config_path: "x.yaml",
+            settings_json: "{}",
+            identity: "h",
+            system_json: "{}",
+            parent: None,
+            cases: &cases,
+        })
+        .unwrap();
+        let claimed = s.claim_pending("run_1", Duration::from_secs(60)).unwrap();
+        assert_eq!(claimed.len(), 2);
+        assert_eq!(claimed[0].attempt, 1);
+        let verdicts = vec![("c".to_string(), "{\"status\":\"pass\"}".to_string())];
+        let cache = vec![("execution".to_string(), "k".to_string(), "v".to_string())];
+        let ok = s
+            .complete_case(
+                "run_1",
+                &CaseResult {
+                    case_id: "a",
+                    attempt: 1,
+                    trace_json: "{}",
+                    verdicts: &verdicts,
+                    cache: &cache,
+                },
+            )
+            .unwrap();
+        assert!(ok);
+        // A second claim bumps b's attempt: the first attempt's late result is refused.
+        let again = s.claim_pending("run_1", Duration::from_secs(60)).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempt, 2);
+        let stale = s
+            .complete_case(
+                "run_1",
+                &CaseResult {
+                    case_id: "b",
+                    attempt: 1,
+                    trace_json: "{}",
+                    verdicts: &[],
+                    cache: &[],
+                },
+            )
+            .unwrap();
+        assert!(!stale);
+        assert_eq!(s.cache_get("execution", "k").unwrap().as_deref(), Some("v"));
+        assert_eq!(s.cache_get("execution", "nope").unwrap(), None);
+        let run = s.run("run_1").unwrap();
+        assert_eq!((run.case_count, run.done_count), (2, 1));
+        assert_eq!(s.verdicts("run_1").unwrap().len(), 1);
+        assert!(matches!(s.run("run_x"), Err(StoreError::UnknownRun(_))));
+    }
+}

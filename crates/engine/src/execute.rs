@@ -1,0 +1,294 @@
+//! One case through the staged system, behind the content-addressed caches.
+//!
+//! Keys (sha256 of canonical JSON):
+//! - `retrieve`: system name, version, `index_version`, `depth` and the input — not `top_k`,
+//!   not the budget, so changing those re-uses every retrieval;
+//! - `generate`: the system identity, the input and the assembled context;
+//! - `execution`: the whole effective system settings and the input (the case's full result);
+//! - `judgment`: the evaluator's options, the case's expectations and the execution.
+//!
+//! Errors are never cached: a case that failed runs again next time.
+
+use std::time::Instant;
+
+use oloproof_core::case::Case;
+use oloproof_core::context::{assemble, within_top_k};
+use oloproof_core::identity::content_hash;
+use oloproof_core::system::SystemConnection;
+use oloproof_core::trace::{StageError, Trace};
+use oloproof_store::SqliteStore;
+use serde_json::{json, Value};
+
+use crate::settings::SystemSettings;
+
+/// Cache layer names.
+pub mod layer {
+    /// A case's whole execution.
+    pub const EXECUTION: &str = "execution";
+    /// The retrieval stage.
+    pub const RETRIEVE: &str = "retrieve";
+    /// The generation stage.
+    pub const GENERATE: &str = "generate";
+    /// One evaluator on one execution.
+    pub const JUDGMENT: &str = "judgment";
+}
+
+/// A cache entry to write with the case.
+pub type CacheWrite = (String, String, String);
+
+/// Cache key of a case's execution.
+pub fn execution_key(system: &SystemSettings, case: &Case) -> String {
+    content_hash(
+        &json!({"layer": layer::EXECUTION, "system": system.execution_identity(), "input": case.input}),
+    )
+}
+
+/// Cache key of a retrieval.
+pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
+    content_hash(
+        &json!({"layer": layer::RETRIEVE, "system": system.retrieval_identity(), "input": case.input}),
+    )
+}
+
+/// Cache key of a generation.
+pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> String {
+    content_hash(&json!({
+        "layer": layer::GENERATE,
+        "system": system.generation_identity(),
+        "input": case.input,
+        "context": context,
+    }))
+}
+
+/// Where cache lookups go; `None` when caches are bypassed.
+pub struct CacheReader<'a> {
+    store: Option<&'a SqliteStore>,
+}
+
+impl<'a> CacheReader<'a> {
+    /// Reads from `store`, or from nothing.
+    pub fn new(store: Option<&'a SqliteStore>) -> Self {
+        CacheReader { store }
+    }
+
+    /// A cached value, if any (a read error counts as a miss).
+    pub fn get(&self, layer: &str, key: &str) -> Option<String> {
+        self.store
+            .and_then(|s| s.cache_get(layer, key).ok().flatten())
+    }
+}
+
+/// Opens connections lazily: a fully cached case never starts a worker.
+pub trait ConnectionSource {
+    /// The connection, started if needed.
+    fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError>;
+}
+
+/// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
+pub fn execute_case(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+) -> (Trace, Vec<CacheWrite>) {
+    let exec_key = execution_key(system, case);
+    if let Some(stored) = cache.get(layer::EXECUTION, &exec_key) {
+        if let Ok(mut trace) = serde_json::from_str::<Trace>(&stored) {
+            trace.case_id = case.id.clone();
+            trace.cache = oloproof_core::trace::CacheUse {
+                execution: true,
+                retrieve: None,
+                generate: None,
+            };
+            trace.latency_ms = Default::default();
+            trace.stderr.clear();
+            return (trace, Vec::new());
+        }
+    }
+    let mut trace = Trace::new(&case.id);
+    let mut writes = Vec::new();
+    let result = run_stages(system, case, source, cache, &mut trace, &mut writes);
+    if let Ok(conn) = source.connection() {
+        trace.stderr = conn.take_stderr();
+    }
+    match result {
+        Ok(()) => {
+            let stored = Trace {
+                stderr: Vec::new(),
+                ..trace.clone()
+            };
+            if let Ok(json) = serde_json::to_string(&stored) {
+                writes.push((layer::EXECUTION.to_string(), exec_key, json));
+            }
+        }
+        Err(e) => trace.error = Some(e),
+    }
+    (trace, writes)
+}
+
+fn run_stages(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<(), StageError> {
+    let r_key = retrieval_key(system, case);
+    let cached = cache
+        .get(layer::RETRIEVE, &r_key)
+        .and_then(|s| serde_json::from_str::<oloproof_core::passage::Retrieval>(&s).ok());
+    let retrieval = match cached {
+        Some(r) => {
+            trace.cache.retrieve = Some(true);
+            r
+        }
+        None => {
+            trace.cache.retrieve = Some(false);
+            let started = Instant::now();
+            let r = source.connection()?.retrieve(&case.input, system.depth);
+            trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
+            let r = r?;
+            if let Ok(json) = serde_json::to_string(&r) {
+                writes.push((layer::RETRIEVE.to_string(), r_key, json));
+            }
+            r
+        }
+    };
+    trace.retrieval = Some(retrieval);
+    let candidates = &trace
+        .retrieval
+        .as_ref()
+        .map(|r| r.candidates.clone())
+        .unwrap_or_default();
+    let context = match system.token_budget {
+        Some(budget) => {
+            let counted = within_top_k(candidates, system.top_k);
+            let started = Instant::now();
+            let counts = if counted.is_empty() {
+                Ok(Vec::new())
+            } else {
+                source.connection()?.count_tokens(counted)
+            };
+            if !counted.is_empty() {
+                trace.latency_ms.count_tokens = Some(started.elapsed().as_secs_f64() * 1e3);
+            }
+            assemble(candidates, system.top_k, Some((budget, &counts?)))
+        }
+        None => assemble(candidates, system.top_k, None),
+    };
+    let context_json = serde_json::to_value(&context.passages).unwrap_or(Value::Null);
+    trace.context = Some(context);
+    let g_key = generation_key(system, case, &context_json);
+    let cached = cache
+        .get(layer::GENERATE, &g_key)
+        .and_then(|s| serde_json::from_str(&s).ok());
+    let generation = match cached {
+        Some(g) => {
+            trace.cache.generate = Some(true);
+            g
+        }
+        None => {
+            trace.cache.generate = Some(false);
+            let passages = trace
+                .context
+                .as_ref()
+                .map(|c| c.passages.clone())
+                .unwrap_or_default();
+            let started = Instant::now();
+            let g = source.connection()?.generate(&case.input, &passages);
+            trace.latency_ms.generate = Some(started.elapsed().as_secs_f64() * 1e3);
+            let g = g?;
+            if let Ok(json) = serde_json::to_string(&g) {
+                writes.push((layer::GENERATE.to_string(), g_key, json));
+            }
+            g
+        }
+    };
+    trace.generation = Some(generation);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::case::parse_cases;
+
+    fn system() -> SystemSettings {
+        SystemSettings {
+            name: "s".into(),
+            version: "1".into(),
+            depth: 6,
+            top_k: 2,
+            token_budget: Some(40),
+            index_version: Some("kb-1".into()),
+            params: Default::default(),
+        }
+    }
+
+    #[test]
+    fn retrieval_keys_ignore_top_k_and_budget_but_not_the_index() {
+        let case = parse_cases("c", r#"{"id":"a","input":{"question":"q"}}"#)
+            .unwrap()
+            .remove(0);
+        let base = system();
+        let k = retrieval_key(&base, &case);
+        let wider = SystemSettings {
+            top_k: 4,
+            token_budget: Some(120),
+            ..base.clone()
+        };
+        assert_eq!(retrieval_key(&wider, &case), k);
+        assert_ne!(execution_key(&wider, &case), execution_key(&base, &case));
+        let reindexed = SystemSettings {
+            index_version: Some("kb-2".into()),
+            ..base.clone()
+        };
+        assert_ne!(retrieval_key(&reindexed, &case), k);
+        let deeper = SystemSettings {
+            depth: 10,
+            ..base.clone()
+        };
+        assert_ne!(retrieval_key(&deeper, &case), k);
+        let other_input = parse_cases("c", r#"{"id":"a","input":{"question":"r"}}"#)
+            .unwrap()
+            .remove(0);
+        assert_ne!(retrieval_key(&base, &other_input), k);
+    }
+
+    #[test]
+    fn generation_keys_follow_the_context_not_top_k() {
+        let case = parse_cases("c", r#"{"id":"a","input":{"question":"q"}}"#)
+            .unwrap()
+            .remove(0);
+        let base = system();
+        let ctx = json!([{"position": 1, "doc_id": "d"}]);
+        let k = generation_key(&base, &case, &ctx);
+        assert_eq!(
+            generation_key(
+                &SystemSettings {
+                    top_k: 4,
+                    ..base.clone()
+                },
+                &case,
+                &ctx
+            ),
+            k
+        );
+        assert_ne!(
+            generation_key(&base, &case, &json!([{"position": 2, "doc_id": "d"}])),
+            k
+        );
+        assert_ne!(
+            generation_key(
+                &SystemSettings {
+                    version: "2".into(),
+                    ..base
+                },
+                &case,
+                &ctx
+            ),
+            k
+        );
+    }
+}

@@ -1,0 +1,496 @@
+//! `oloproof run` and `oloproof run --resume`: orchestration over a pool of workers.
+//!
+//! Each worker thread owns one system connection (started lazily, so a fully cached case never
+//! starts a process) and one read-only store connection for cache lookups; the calling thread
+//! is the only writer and commits each finished case (trace, verdicts, cache entries) in one
+//! transaction. A killed run therefore keeps every finished case, and `resume_run` claims the
+//! rest under a new attempt.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oloproof_connect::{install_python_shim, WorkerConnection, WorkerOptions};
+use oloproof_core::case::Case;
+use oloproof_core::config::ProjectConfig;
+use oloproof_core::identity::content_hash;
+use oloproof_core::system::SystemConnection;
+use oloproof_core::trace::{ErrorKind, StageError, Trace};
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_store::{CaseResult, NewRun, SqliteStore};
+use serde_json::json;
+
+use crate::evaluate::{build, Evaluator};
+use crate::execute::{
+    execute_case, execution_key, layer, CacheReader, CacheWrite, ConnectionSource,
+};
+use crate::settings::{timeout, worker_count, worker_options, RunSettings, SystemSettings};
+use crate::summary::{summarize, CacheCounts, CaseOutcome, RunSummary, SummaryInputs};
+use crate::EngineError;
+
+/// Receives progress as cases finish (the CLI's progress bar; tests).
+pub trait RunObserver {
+    /// The run is about to execute `pending` of `total` cases.
+    fn started(&mut self, run_id: &str, total: u64, pending: u64) {
+        let _ = (run_id, total, pending);
+    }
+    /// One case finished.
+    fn case_done(&mut self, trace: &Trace, errors: u64) {
+        let _ = (trace, errors);
+    }
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl RunObserver for Silent {}
+
+/// What a finished invocation produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The run.
+    pub run_id: String,
+    /// Its summary.
+    pub summary: RunSummary,
+    /// Share of cases that ended in an error.
+    pub error_rate: f64,
+    /// The allowed share.
+    pub max_error_rate: f64,
+}
+
+impl RunOutcome {
+    /// Whether errors exceed the allowed rate (exit code 4).
+    pub fn incomplete(&self) -> bool {
+        self.error_rate > self.max_error_rate
+    }
+}
+
+/// Flags of `oloproof run` that are not in the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunFlags {
+    /// Bypass cache reads (fresh results are still written).
+    pub no_cache: bool,
+    /// Overrides `max_error_rate`.
+    pub max_error_rate: Option<f64>,
+}
+
+fn store_dir(store_path: &Path) -> PathBuf {
+    store_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn shim(store_path: &Path) -> Result<PathBuf, EngineError> {
+    let root = store_dir(store_path);
+    install_python_shim(&root).map_err(|source| EngineError::Shim {
+        path: root.display().to_string(),
+        source,
+    })
+}
+
+/// Starts a new run of `config` over `cases`.
+pub fn start_run(
+    config: &ProjectConfig,
+    cases: &[Case],
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let store_path = config.store_path();
+    let mut store = SqliteStore::open(&store_path)?;
+    let options = worker_options(&config.options, &config.dir, &shim(&store_path)?);
+    let first = WorkerConnection::connect(options.clone()).map_err(EngineError::System)?;
+    let system = SystemSettings::resolve(&config.options, first.info()).map_err(|message| {
+        EngineError::System(StageError {
+            stage: "hello".into(),
+            kind: ErrorKind::Protocol,
+            error_type: None,
+            message,
+            traceback: None,
+            stderr_tail: Vec::new(),
+        })
+    })?;
+    let settings = RunSettings {
+        config_path: config.path.clone(),
+        config_dir: config.dir.clone(),
+        options: config.options.clone(),
+        system,
+        workers: worker_count(&config.options.system.rag),
+        timeout_s: timeout(&config.options.system.rag),
+        use_cache: !flags.no_cache,
+    };
+    let run_id = format!("run_{}", ulid::Ulid::new());
+    let case_rows: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(|source| EngineError::Corrupt {
+            what: "a case".into(),
+            source,
+        })?;
+    let settings_json =
+        serde_json::to_string(&settings).map_err(|source| EngineError::Corrupt {
+            what: "settings".into(),
+            source,
+        })?;
+    let system_json =
+        serde_json::to_string(first.info()).map_err(|source| EngineError::Corrupt {
+            what: "hello".into(),
+            source,
+        })?;
+    store.create_run(&NewRun {
+        id: &run_id,
+        config_path: &config.path.display().to_string(),
+        settings_json: &settings_json,
+        identity: &settings.identity(),
+        system_json: &system_json,
+        parent: None,
+        cases: &case_rows,
+    })?;
+    let max_error_rate = flags
+        .max_error_rate
+        .unwrap_or(config.options.max_error_rate);
+    execute_pending(
+        &mut store,
+        &store_path,
+        &run_id,
+        &settings,
+        options,
+        Some(first),
+        max_error_rate,
+        observer,
+    )
+}
+
+/// Finishes an interrupted run: claims its pending cases under a new attempt and runs them with
+/// the settings the run started with.
+pub fn resume_run(
+    store_path: &Path,
+    run_id: &str,
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let mut store = SqliteStore::open(store_path)?;
+    let record = store.run(run_id)?;
+    let mut settings: RunSettings =
+        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
+            what: format!("run {run_id}'s settings"),
+            source,
+        })?;
+    if flags.no_cache {
+        settings.use_cache = false;
+    }
+    let options = worker_options(&settings.options, &settings.config_dir, &shim(store_path)?);
+    store.reopen_run(run_id)?;
+    let max_error_rate = flags
+        .max_error_rate
+        .unwrap_or(settings.options.max_error_rate);
+    execute_pending(
+        &mut store,
+        store_path,
+        run_id,
+        &settings,
+        options,
+        None,
+        max_error_rate,
+        observer,
+    )
+}
+
+/// Re-summarises a stored run from its verdicts (no system call).
+pub fn summarize_stored(
+    store: &SqliteStore,
+    run_id: &str,
+    cache: CacheCounts,
+) -> Result<RunSummary, EngineError> {
+    let record = store.run(run_id)?;
+    let settings: RunSettings =
+        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
+            what: format!("run {run_id}'s settings"),
+            source,
+        })?;
+    let evaluators: Vec<Box<dyn Evaluator>> =
+        settings.options.evaluators.iter().map(build).collect();
+    let rows = store.cases(run_id)?;
+    let verdict_rows = store.verdicts(run_id)?;
+    let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
+        std::collections::HashMap::new();
+    for v in verdict_rows {
+        let parsed: CriterionVerdict =
+            serde_json::from_str(&v.verdict_json).map_err(|source| EngineError::Corrupt {
+                what: format!("a verdict of {}", v.case_id),
+                source,
+            })?;
+        by_case.entry(v.case_id).or_default().push(parsed);
+    }
+    let mut loaded: Vec<(Case, Trace, Vec<CriterionVerdict>)> = Vec::new();
+    for row in &rows {
+        let Some(trace_json) = &row.trace_json else {
+            continue;
+        };
+        let case: Case =
+            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
+                what: format!("case {}", row.case_id),
+                source,
+            })?;
+        let trace: Trace =
+            serde_json::from_str(trace_json).map_err(|source| EngineError::Corrupt {
+                what: format!("the trace of {}", row.case_id),
+                source,
+            })?;
+        let verdicts = by_case.remove(&row.case_id).unwrap_or_default();
+        loaded.push((case, trace, verdicts));
+    }
+    let outcomes: Vec<CaseOutcome<'_>> = loaded
+        .iter()
+        .map(|(case, trace, verdicts)| CaseOutcome {
+            case,
+            trace,
+            verdicts,
+        })
+        .collect();
+    let criteria: Vec<(String, crate::evaluate::SummaryKind)> = evaluators
+        .iter()
+        .map(|e| (e.criterion().to_string(), e.kind()))
+        .collect();
+    Ok(summarize(
+        &SummaryInputs {
+            run_id,
+            system: (&settings.system.name, &settings.system.version),
+            criteria: &criteria,
+            slices: &settings.options.slices,
+            min_slice_support: settings.options.min_slice_support,
+            seed: settings.options.bootstrap.seed,
+            resamples: settings.options.bootstrap.resamples,
+            total_cases: rows.len() as u64,
+            cache,
+        },
+        &outcomes,
+    ))
+}
+
+/// A connection started on first use and restarted by the connection itself after failures.
+struct LazyConnection {
+    options: WorkerOptions,
+    conn: Option<WorkerConnection>,
+}
+
+impl ConnectionSource for LazyConnection {
+    fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
+        if self.conn.is_none() {
+            self.conn = Some(WorkerConnection::connect(self.options.clone())?);
+        }
+        Ok(self.conn.as_mut().expect("connection set above"))
+    }
+}
+
+struct Finished {
+    case_id: String,
+    attempt: i64,
+    trace: Trace,
+    verdicts: Vec<CriterionVerdict>,
+    writes: Vec<CacheWrite>,
+    judgment: crate::summary::HitMiss,
+}
+
+/// Judges one executed case, through the judgment cache.
+fn judge(
+    evaluators: &[Box<dyn Evaluator>],
+    system: &SystemSettings,
+    case: &Case,
+    trace: &Trace,
+    cache: &CacheReader<'_>,
+    writes: &mut Vec<CacheWrite>,
+    counts: &mut crate::summary::HitMiss,
+) -> Vec<CriterionVerdict> {
+    let exec = execution_key(system, case);
+    let content = content_hash(&json!({
+        "retrieval": trace.retrieval,
+        "context": trace.context,
+        "generation": trace.generation,
+    }));
+    evaluators
+        .iter()
+        .map(|e| {
+            if trace.error.is_some() {
+                return e.evaluate(case, trace);
+            }
+            let key = content_hash(&json!({
+                "layer": layer::JUDGMENT,
+                "evaluator": e.options(),
+                "case": {"id": case.id, "expected": case.expected},
+                "execution": exec,
+                "content": content,
+            }));
+            if let Some(v) = cache
+                .get(layer::JUDGMENT, &key)
+                .and_then(|s| serde_json::from_str::<CriterionVerdict>(&s).ok())
+            {
+                counts.record(true);
+                return CriterionVerdict {
+                    criterion: e.criterion().to_string(),
+                    ..v
+                };
+            }
+            counts.record(false);
+            let v = e.evaluate(case, trace);
+            if !matches!(v.verdict, Verdict::Missing { .. }) {
+                if let Ok(json) = serde_json::to_string(&v) {
+                    writes.push((layer::JUDGMENT.to_string(), key, json));
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute_pending(
+    store: &mut SqliteStore,
+    store_path: &Path,
+    run_id: &str,
+    settings: &RunSettings,
+    options: WorkerOptions,
+    first: Option<WorkerConnection>,
+    max_error_rate: f64,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
+    let claimed = store.claim_pending(run_id, lease)?;
+    let total = store.run(run_id)?.case_count as u64;
+    observer.started(run_id, total, claimed.len() as u64);
+    let evaluators: Vec<Box<dyn Evaluator>> =
+        settings.options.evaluators.iter().map(build).collect();
+    let mut jobs = Vec::with_capacity(claimed.len());
+    for row in &claimed {
+        let case: Case =
+            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
+                what: format!("case {}", row.case_id),
+                source,
+            })?;
+        jobs.push((case, row.attempt));
+    }
+    let mut counts = CacheCounts::default();
+    let mut errors = 0u64;
+    let mut write_error = None;
+    if !jobs.is_empty() {
+        let workers = settings.workers.clamp(1, jobs.len());
+        let (job_tx, job_rx) = crossbeam_channel::unbounded::<(Case, i64)>();
+        for job in jobs {
+            let _ = job_tx.send(job);
+        }
+        drop(job_tx);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
+        let mut first = first;
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let job_rx = job_rx.clone();
+                let done_tx = done_tx.clone();
+                let mut source = LazyConnection {
+                    options: options.clone(),
+                    conn: first.take(),
+                };
+                let evaluators = &evaluators;
+                scope.spawn(move || {
+                    let reader = if settings.use_cache {
+                        SqliteStore::open_reader(store_path).ok()
+                    } else {
+                        None
+                    };
+                    let cache = CacheReader::new(reader.as_ref());
+                    for (case, attempt) in job_rx.iter() {
+                        let (trace, mut writes) =
+                            execute_case(&settings.system, &case, &mut source, &cache);
+                        let mut judgment = crate::summary::HitMiss::default();
+                        let verdicts = judge(
+                            evaluators,
+                            &settings.system,
+                            &case,
+                            &trace,
+                            &cache,
+                            &mut writes,
+                            &mut judgment,
+                        );
+                        let finished = Finished {
+                            case_id: case.id.clone(),
+                            attempt,
+                            trace,
+                            verdicts,
+                            writes,
+                            judgment,
+                        };
+                        if done_tx.send(finished).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            for f in done_rx.iter() {
+                if write_error.is_some() {
+                    continue;
+                }
+                counts.execution.record(f.trace.cache.execution);
+                if let Some(hit) = f.trace.cache.retrieve {
+                    counts.retrieve.record(hit);
+                }
+                if let Some(hit) = f.trace.cache.generate {
+                    counts.generate.record(hit);
+                }
+                counts.judgment.hit += f.judgment.hit;
+                counts.judgment.miss += f.judgment.miss;
+                if f.trace.error.is_some() {
+                    errors += 1;
+                }
+                let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
+                let verdicts: Vec<(String, String)> = f
+                    .verdicts
+                    .iter()
+                    .map(|v| {
+                        (
+                            v.criterion.clone(),
+                            serde_json::to_string(v).unwrap_or_default(),
+                        )
+                    })
+                    .collect();
+                let result = store.complete_case(
+                    run_id,
+                    &CaseResult {
+                        case_id: &f.case_id,
+                        attempt: f.attempt,
+                        trace_json: &trace_json,
+                        verdicts: &verdicts,
+                        cache: &f.writes,
+                    },
+                );
+                match result {
+                    Ok(_) => observer.case_done(&f.trace, errors),
+                    Err(e) => write_error = Some(e),
+                }
+            }
+        });
+    }
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    let summary = summarize_stored(store, run_id, counts)?;
+    let summary_json = serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
+        what: "summary".into(),
+        source,
+    })?;
+    let status = if summary.done == summary.cases {
+        "complete"
+    } else {
+        "incomplete"
+    };
+    store.finish_run(run_id, status, &summary_json)?;
+    let error_rate = if summary.cases == 0 {
+        0.0
+    } else {
+        summary.errors as f64 / summary.cases as f64
+    };
+    Ok(RunOutcome {
+        run_id: run_id.to_string(),
+        summary,
+        error_rate,
+        max_error_rate,
+    })
+}

@@ -1,0 +1,227 @@
+//! Resolved run settings: the config merged with the system's declared defaults.
+//!
+//! Precedence, highest first: `--set` overrides, `oloproof.yaml`, the `@rag_system` decorator
+//! (the system's `hello`), built-in defaults. The resolved value is stored with the run, so a
+//! resumed run uses exactly the settings it started with.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oloproof_core::config::{ProjectOptions, RagOptions};
+use oloproof_core::identity::content_hash;
+use oloproof_core::system::SystemInfo;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use oloproof_connect::{WorkerCommand, WorkerOptions};
+
+/// Default per-request timeout.
+pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+/// Environment variable naming the Python interpreter for `object:` systems.
+pub const ENV_PYTHON: &str = "OLOPROOF_PYTHON";
+
+/// The system's effective identity and stage parameters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SystemSettings {
+    /// Name (config, else hello).
+    pub name: String,
+    /// Version (config, else hello).
+    pub version: String,
+    /// Retrieval depth.
+    pub depth: usize,
+    /// Candidates kept for the context.
+    pub top_k: usize,
+    /// Token budget, if any.
+    pub token_budget: Option<usize>,
+    /// Index version, if any.
+    pub index_version: Option<String>,
+    /// Other parameters (config `params` over hello defaults).
+    pub params: Map<String, Value>,
+}
+
+impl SystemSettings {
+    /// Merges the config's `rag` options over the system's hello.
+    pub fn resolve(options: &ProjectOptions, info: &SystemInfo) -> Result<Self, String> {
+        let rag = &options.system.rag;
+        let d = &info.defaults;
+        let usize_default = |k: &str| d.get(k).and_then(Value::as_u64).map(|v| v as usize);
+        let depth = rag.depth.or_else(|| usize_default("depth"));
+        let top_k = rag.top_k.or_else(|| usize_default("top_k"));
+        let (Some(depth), Some(top_k)) = (depth, top_k) else {
+            return Err(
+                "`depth` and `top_k` must be set, in oloproof.yaml (system.rag) or in @rag_system"
+                    .to_string(),
+            );
+        };
+        let mut params = Map::new();
+        for (k, v) in d {
+            if !["depth", "top_k", "token_budget", "index_version"].contains(&k.as_str())
+                && !v.is_null()
+            {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        if let Some(p) = &rag.params {
+            for (k, v) in p {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(SystemSettings {
+            name: options
+                .system
+                .name
+                .clone()
+                .unwrap_or_else(|| info.name.clone()),
+            version: options
+                .system
+                .version
+                .clone()
+                .unwrap_or_else(|| info.version.clone()),
+            depth,
+            top_k,
+            token_budget: rag.token_budget.or_else(|| usize_default("token_budget")),
+            index_version: rag.index_version.clone().or_else(|| {
+                d.get("index_version")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+            params,
+        })
+    }
+
+    /// Identity of retrieval: name, version, index version, depth (not `top_k`, not the budget).
+    pub fn retrieval_identity(&self) -> Value {
+        json!({"name": self.name, "version": self.version, "index_version": self.index_version, "depth": self.depth})
+    }
+
+    /// Identity of generation: the system itself (its context is keyed separately).
+    pub fn generation_identity(&self) -> Value {
+        json!({"name": self.name, "version": self.version, "index_version": self.index_version, "params": self.params})
+    }
+
+    /// Everything that determines a case's execution.
+    pub fn execution_identity(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// Everything a run needs, stored with it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSettings {
+    /// The config file as given.
+    pub config_path: PathBuf,
+    /// Its folder.
+    pub config_dir: PathBuf,
+    /// The validated options.
+    pub options: ProjectOptions,
+    /// The effective system.
+    pub system: SystemSettings,
+    /// Worker processes.
+    pub workers: usize,
+    /// Per-request timeout in seconds.
+    pub timeout_s: f64,
+    /// Whether caches are read.
+    pub use_cache: bool,
+}
+
+impl RunSettings {
+    /// Identity hash of the run's configuration (system, evaluators, case file name).
+    pub fn identity(&self) -> String {
+        content_hash(&json!({
+            "system": self.system.execution_identity(),
+            "evaluators": self.options.evaluators,
+            "slices": self.options.slices,
+        }))
+    }
+}
+
+/// Number of worker processes: the config's, else the number of cores.
+pub fn worker_count(rag: &RagOptions) -> usize {
+    rag.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    })
+}
+
+/// Per-request timeout.
+pub fn timeout(rag: &RagOptions) -> f64 {
+    rag.timeout_s
+        .filter(|t| *t > 0.0)
+        .unwrap_or(DEFAULT_TIMEOUT_S)
+}
+
+/// The command that starts one worker, and its hello params.
+pub fn worker_options(
+    options: &ProjectOptions,
+    config_dir: &Path,
+    shim_dir: &Path,
+) -> WorkerOptions {
+    let rag = &options.system.rag;
+    let config_dir_abs =
+        std::fs::canonicalize(config_dir).unwrap_or_else(|_| config_dir.to_path_buf());
+    let mut params = Map::new();
+    if let Some(v) = rag.depth {
+        params.insert("depth".into(), json!(v));
+    }
+    if let Some(v) = rag.top_k {
+        params.insert("top_k".into(), json!(v));
+    }
+    if let Some(v) = rag.token_budget {
+        params.insert("token_budget".into(), json!(v));
+    }
+    if let Some(v) = &rag.index_version {
+        params.insert("index_version".into(), json!(v));
+    }
+    if let Some(p) = &rag.params {
+        for (k, v) in p {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    let command = if let Some(object) = &rag.object {
+        let python = rag
+            .python
+            .clone()
+            .or_else(|| std::env::var(ENV_PYTHON).ok())
+            .unwrap_or_else(|| "python3".to_string());
+        let mut pythonpath = format!("{}:{}", shim_dir.display(), config_dir_abs.display());
+        if let Ok(existing) = std::env::var("PYTHONPATH") {
+            if !existing.is_empty() {
+                pythonpath = format!("{pythonpath}:{existing}");
+            }
+        }
+        WorkerCommand {
+            program: python,
+            args: vec![
+                "-u".into(),
+                "-m".into(),
+                "oloproof.worker".into(),
+                object.clone(),
+            ],
+            cwd: config_dir_abs.clone(),
+            env: vec![
+                ("PYTHONPATH".into(), pythonpath),
+                ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ],
+        }
+    } else {
+        let argv = rag.command.clone().unwrap_or_default();
+        let program = argv.first().cloned().unwrap_or_default();
+        let program = if program.contains('/') && Path::new(&program).is_relative() {
+            config_dir_abs.join(&program).display().to_string()
+        } else {
+            program
+        };
+        WorkerCommand {
+            program,
+            args: argv.iter().skip(1).cloned().collect(),
+            cwd: config_dir_abs.clone(),
+            env: Vec::new(),
+        }
+    };
+    WorkerOptions {
+        command,
+        timeout: Duration::from_secs_f64(timeout(rag)),
+        params,
+    }
+}

@@ -1,0 +1,410 @@
+//! Per-criterion and per-slice summaries with honest intervals and denominators.
+//!
+//! - Pass/fail criteria: `k / n`, the exact Clopper–Pearson 95 % interval rounded outward to
+//!   0.1 percentage points.
+//! - Scores: the mean and a percentile bootstrap interval (seed and resample count recorded).
+//!   A rate (recall, precision) whose observed values are all 0 or 1 is a proportion and gets
+//!   the exact interval.
+//! - Every row states `n observed · m missing · e excluded`; missing and excluded verdicts are
+//!   never averaged in as zeros.
+
+use std::collections::BTreeMap;
+
+use oloproof_core::case::Case;
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::evaluate::{best_relevant_position, SummaryKind};
+
+/// Confidence level of every interval.
+pub const CONFIDENCE: f64 = 0.95;
+/// Exact intervals are rounded outward to this step (0.1 percentage points).
+pub const PROPORTION_STEP: f64 = 0.001;
+
+/// Schema version of stored summaries.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+
+/// One criterion's summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CriterionSummary {
+    /// Criterion name.
+    pub criterion: String,
+    /// How it is summarised.
+    pub kind: SummaryKind,
+    /// The proportion or mean; `None` when nothing was observed.
+    pub value: Option<f64>,
+    /// 95 % interval; `None` when nothing was observed.
+    pub interval: Option<[f64; 2]>,
+    /// `clopper_pearson` or `percentile_bootstrap`.
+    pub interval_method: Option<String>,
+    /// Passes (for proportions).
+    pub passed: Option<u64>,
+    /// Observed verdicts.
+    pub observed: u64,
+    /// Missing verdicts (errors).
+    pub missing: u64,
+    /// Excluded verdicts.
+    pub excluded: u64,
+    /// Exclusions by reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded_reasons: BTreeMap<String, u64>,
+}
+
+/// One slice value's summaries.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SliceSummary {
+    /// Slice key (`metadata.topic`).
+    pub key: String,
+    /// Slice value.
+    pub value: String,
+    /// Cases in the slice.
+    pub support: u64,
+    /// Fewer cases than `min_slice_support`.
+    pub below_min_support: bool,
+    /// Per-criterion summaries within the slice.
+    pub criteria: Vec<CriterionSummary>,
+}
+
+/// Hits and misses of one cache layer.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HitMiss {
+    /// Hits.
+    pub hit: u64,
+    /// Misses.
+    pub miss: u64,
+}
+
+impl HitMiss {
+    /// Counts one lookup.
+    pub fn record(&mut self, hit: bool) {
+        if hit {
+            self.hit += 1;
+        } else {
+            self.miss += 1;
+        }
+    }
+}
+
+/// Cache use of one invocation.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CacheCounts {
+    /// Whole executions.
+    pub execution: HitMiss,
+    /// Judgments.
+    pub judgment: HitMiss,
+    /// Retrieval stage.
+    pub retrieve: HitMiss,
+    /// Generation stage.
+    pub generate: HitMiss,
+}
+
+/// Latency percentiles of one stage, in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    /// Calls measured.
+    pub n: u64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// A run's summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSummary {
+    /// [`SUMMARY_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The run.
+    pub run_id: String,
+    /// System name.
+    pub system: String,
+    /// System version.
+    pub version: String,
+    /// Cases in the run.
+    pub cases: u64,
+    /// Cases finished.
+    pub done: u64,
+    /// Cases whose execution ended in an error.
+    pub errors: u64,
+    /// Per criterion, in evaluator order.
+    pub criteria: Vec<CriterionSummary>,
+    /// Per slice value.
+    pub slices: Vec<SliceSummary>,
+    /// `min_slice_support` in force.
+    pub min_slice_support: u64,
+    /// Cache use of the invocation that finished the run.
+    pub cache: CacheCounts,
+    /// Stage latency percentiles (stages that actually ran).
+    pub latency_ms: BTreeMap<String, Percentiles>,
+    /// Bootstrap seed.
+    pub bootstrap_seed: u64,
+    /// Bootstrap resamples.
+    pub bootstrap_resamples: usize,
+}
+
+/// One finished case as the summary reads it.
+pub struct CaseOutcome<'a> {
+    /// The case.
+    pub case: &'a Case,
+    /// Its trace.
+    pub trace: &'a Trace,
+    /// Its verdicts.
+    pub verdicts: &'a [CriterionVerdict],
+}
+
+/// Summarises verdicts of one criterion.
+pub fn summarize_criterion(
+    criterion: &str,
+    kind: SummaryKind,
+    verdicts: &[&Verdict],
+    seed: u64,
+    resamples: usize,
+) -> CriterionSummary {
+    let mut values = Vec::new();
+    let mut missing = 0;
+    let mut excluded = 0;
+    let mut reasons = BTreeMap::new();
+    for v in verdicts {
+        match v {
+            Verdict::Missing { .. } => missing += 1,
+            Verdict::Excluded { reason } => {
+                excluded += 1;
+                *reasons.entry(reason.clone()).or_insert(0) += 1;
+            }
+            other => values.extend(other.value()),
+        }
+    }
+    let n = values.len() as u64;
+    let binary = values.iter().all(|v| *v == 0.0 || *v == 1.0);
+    let as_proportion = kind == SummaryKind::Proportion || (kind == SummaryKind::Rate && binary);
+    let mut s = CriterionSummary {
+        criterion: criterion.to_string(),
+        kind,
+        value: None,
+        interval: None,
+        interval_method: None,
+        passed: None,
+        observed: n,
+        missing,
+        excluded,
+        excluded_reasons: reasons,
+    };
+    if n == 0 {
+        return s;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    s.value = Some(mean);
+    if as_proportion {
+        let k = values.iter().filter(|v| **v >= 1.0).count() as u64;
+        s.passed = Some(k);
+        if let Ok(ci) = oloproof_stats::clopper_pearson(k, n, CONFIDENCE) {
+            let ci = ci.round_outward(PROPORTION_STEP);
+            s.interval = Some([ci.lo, ci.hi]);
+            s.interval_method = Some("clopper_pearson".into());
+        }
+    } else if let Ok(ci) =
+        oloproof_stats::percentile_bootstrap_mean(&values, resamples, seed, CONFIDENCE)
+    {
+        s.interval = Some([ci.lo, ci.hi]);
+        s.interval_method = Some("percentile_bootstrap".into());
+    }
+    s
+}
+
+/// The value of slice `key` for a case.
+pub fn slice_value(key: &str, outcome: &CaseOutcome<'_>) -> String {
+    match key {
+        "relevant_position" => match best_relevant_position(outcome.case, outcome.trace) {
+            Some(Some(p)) => p.to_string(),
+            Some(None) => "none".to_string(),
+            None => "n/a".to_string(),
+        },
+        "context_truncated" => match &outcome.trace.context {
+            Some(c) => c.truncated.to_string(),
+            None => "n/a".to_string(),
+        },
+        other => {
+            let path = other.strip_prefix("metadata.").unwrap_or(other);
+            match outcome.case.metadata_at(path) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => "(none)".to_string(),
+                Some(v) => v.to_string(),
+            }
+        }
+    }
+}
+
+/// Sorts slice values: numbers numerically first, then text.
+fn slice_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x.total_cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        _ => a.cmp(b),
+    }
+}
+
+/// What the summary needs besides the outcomes.
+pub struct SummaryInputs<'a> {
+    /// Run id.
+    pub run_id: &'a str,
+    /// System name and version.
+    pub system: (&'a str, &'a str),
+    /// `(criterion, kind)` in evaluator order.
+    pub criteria: &'a [(String, SummaryKind)],
+    /// Slice keys.
+    pub slices: &'a [String],
+    /// `min_slice_support`.
+    pub min_slice_support: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Total cases in the run.
+    pub total_cases: u64,
+    /// Cache use.
+    pub cache: CacheCounts,
+}
+
+/// Summarises a run's finished cases.
+pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> RunSummary {
+    let by_criterion = |subset: &[&CaseOutcome<'_>]| -> Vec<CriterionSummary> {
+        inputs
+            .criteria
+            .iter()
+            .map(|(name, kind)| {
+                let verdicts: Vec<&Verdict> = subset
+                    .iter()
+                    .filter_map(|o| {
+                        o.verdicts
+                            .iter()
+                            .find(|v| &v.criterion == name)
+                            .map(|v| &v.verdict)
+                    })
+                    .collect();
+                summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples)
+            })
+            .collect()
+    };
+    let all: Vec<&CaseOutcome<'_>> = outcomes.iter().collect();
+    let mut slices = Vec::new();
+    for key in inputs.slices {
+        let mut groups: BTreeMap<String, Vec<&CaseOutcome<'_>>> = BTreeMap::new();
+        for o in outcomes {
+            groups.entry(slice_value(key, o)).or_default().push(o);
+        }
+        let mut values: Vec<(String, Vec<&CaseOutcome<'_>>)> = groups.into_iter().collect();
+        values.sort_by(|a, b| slice_order(&a.0, &b.0));
+        for (value, members) in values {
+            let support = members.len() as u64;
+            slices.push(SliceSummary {
+                key: key.clone(),
+                value,
+                support,
+                below_min_support: support < inputs.min_slice_support as u64,
+                criteria: by_criterion(&members),
+            });
+        }
+    }
+    let mut latency = BTreeMap::new();
+    for stage in ["retrieve", "count_tokens", "generate"] {
+        let values: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| match stage {
+                "retrieve" => o.trace.latency_ms.retrieve,
+                "count_tokens" => o.trace.latency_ms.count_tokens,
+                _ => o.trace.latency_ms.generate,
+            })
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let q = |p: f64| oloproof_stats::quantile(&values, p).unwrap_or(0.0);
+        latency.insert(
+            stage.to_string(),
+            Percentiles {
+                n: values.len() as u64,
+                p50: q(0.5),
+                p95: q(0.95),
+                p99: q(0.99),
+            },
+        );
+    }
+    RunSummary {
+        schema_version: SUMMARY_SCHEMA_VERSION,
+        run_id: inputs.run_id.to_string(),
+        system: inputs.system.0.to_string(),
+        version: inputs.system.1.to_string(),
+        cases: inputs.total_cases,
+        done: outcomes.len() as u64,
+        errors: outcomes.iter().filter(|o| o.trace.error.is_some()).count() as u64,
+        criteria: by_criterion(&all),
+        slices,
+        min_slice_support: inputs.min_slice_support as u64,
+        cache: inputs.cache,
+        latency_ms: latency,
+        bootstrap_seed: inputs.seed,
+        bootstrap_resamples: inputs.resamples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pf(k: usize, n: usize) -> Vec<Verdict> {
+        (0..n).map(|i| Verdict::pass_if(i < k)).collect()
+    }
+
+    fn cp(k: usize, n: usize) -> CriterionSummary {
+        let v = pf(k, n);
+        let refs: Vec<&Verdict> = v.iter().collect();
+        summarize_criterion("c", SummaryKind::Proportion, &refs, 1, 1000)
+    }
+
+    /// The guide's numbers: 9/13 → [38.5%, 91.0%], 12/13 → lower 63.9%, 13/13 → [75.2%, 100.0%].
+    #[test]
+    fn seed_intervals() {
+        assert_eq!(cp(9, 13).interval, Some([0.385, 0.910]));
+        assert_eq!(cp(12, 13).interval.unwrap()[0], 0.639);
+        assert_eq!(cp(13, 13).interval, Some([0.752, 1.0]));
+    }
+
+    #[test]
+    fn missing_and_excluded_are_counted_not_averaged() {
+        let v = vec![
+            Verdict::Score { value: 1.0 },
+            Verdict::Score { value: 0.5 },
+            Verdict::Missing { error: "x".into() },
+            Verdict::Excluded {
+                reason: "no_relevance_labels".into(),
+            },
+        ];
+        let refs: Vec<&Verdict> = v.iter().collect();
+        let s = summarize_criterion("ndcg", SummaryKind::Mean, &refs, 7, 1000);
+        assert_eq!((s.observed, s.missing, s.excluded), (2, 1, 1));
+        assert_eq!(s.value, Some(0.75));
+        assert_eq!(s.excluded_reasons["no_relevance_labels"], 1);
+        let none: Vec<&Verdict> = vec![&v[2]];
+        let s = summarize_criterion("ndcg", SummaryKind::Mean, &none, 7, 1000);
+        assert_eq!((s.value, s.interval), (None, None));
+    }
+
+    #[test]
+    fn binary_rates_are_proportions() {
+        let v = [Verdict::Score { value: 1.0 }, Verdict::Score { value: 0.0 }];
+        let refs: Vec<&Verdict> = v.iter().collect();
+        let s = summarize_criterion("recall_at_2", SummaryKind::Rate, &refs, 1, 100);
+        assert_eq!(s.passed, Some(1));
+        assert_eq!(s.interval_method.as_deref(), Some("clopper_pearson"));
+        let v = [Verdict::Score { value: 0.5 }, Verdict::Score { value: 1.0 }];
+        let refs: Vec<&Verdict> = v.iter().collect();
+        let s = summarize_criterion("recall_at_2", SummaryKind::Rate, &refs, 1, 100);
+        assert_eq!(s.passed, None);
+        assert_eq!(s.interval_method.as_deref(), Some("percentile_bootstrap"));
+    }
+}
