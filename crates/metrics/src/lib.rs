@@ -3,4 +3,5 @@
 //! in-memory values.
 #![warn(missing_docs)]
 
+pub mod fusion;
 pub mod ranking;

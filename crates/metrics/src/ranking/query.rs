@@ -3,69 +3,58 @@
 //! A judged ranking is the list of relevance gains of the retrieved documents in rank order
 //! (position 1 first); a gain of 0 means not relevant (or unjudged). A document counts as relevant
 //! when its gain is at least 1, as trec_eval's default relevance level.
+//!
+//! Each function counts what it needs from the gains and hands the counts to the shared formulas
+//! in [`super::kernel`], which the trec_eval-compatible engine ([`super::measures`]) uses too:
+//! `precision` is `P_k`, `recall` is `recall_k`, `hit_rate` is `success_k`, `reciprocal_rank` is
+//! `recip_rank` and `ndcg_cut` is `ndcg_cut_k`.
+
+use super::kernel;
 
 /// Whether `gain` counts as relevant at trec_eval's default level 1.
 fn is_relevant(gain: f64) -> bool {
     gain >= 1.0
 }
 
+fn found_in_top(gains: &[f64], k: usize) -> usize {
+    gains.iter().take(k).filter(|&&g| is_relevant(g)).count()
+}
+
 /// Hit rate at `k`: 1 if any of the first `k` documents is relevant, else 0 (trec_eval `success_k`).
 pub fn hit_rate(gains: &[f64], k: usize) -> f64 {
-    if gains.iter().take(k).any(|&g| is_relevant(g)) {
-        1.0
-    } else {
-        0.0
-    }
+    kernel::success(found_in_top(gains, k))
 }
 
 /// Recall at `k`: relevant documents in the first `k` divided by `num_relevant`
 /// (trec_eval `recall_k`). `None` when `num_relevant` is 0 (undefined).
 pub fn recall(gains: &[f64], num_relevant: usize, k: usize) -> Option<f64> {
-    if num_relevant == 0 {
-        return None;
-    }
-    let found = gains.iter().take(k).filter(|&&g| is_relevant(g)).count();
-    Some(found as f64 / num_relevant as f64)
+    kernel::recall(found_in_top(gains, k), num_relevant)
 }
 
 /// Precision at `k`: relevant documents in the first `k` divided by `k`, even when fewer than
 /// `k` documents were retrieved (trec_eval `P_k`). `k = 0` gives 0.
 pub fn precision(gains: &[f64], k: usize) -> f64 {
-    if k == 0 {
-        return 0.0;
-    }
-    let found = gains.iter().take(k).filter(|&&g| is_relevant(g)).count();
-    found as f64 / k as f64
+    kernel::precision(found_in_top(gains, k), k)
 }
 
 /// Reciprocal rank within the first `k`: `1 / rank` of the first relevant document, 0 if none
 /// (trec_eval `recip_rank` when `k` is the whole ranking).
 pub fn reciprocal_rank(gains: &[f64], k: usize) -> f64 {
-    gains
-        .iter()
-        .take(k)
-        .position(|&g| is_relevant(g))
-        .map_or(0.0, |i| 1.0 / (i as f64 + 1.0))
+    kernel::reciprocal_rank(gains.iter().take(k).position(|&g| is_relevant(g)))
 }
 
 /// Normalised discounted cumulative gain at `k`, as trec_eval's `ndcg_cut_k`: linear gains,
 /// discount `log2(rank + 1)`, ideal ranking from `judged_gains` (the gains of every judged
 /// document of the query, any order) sorted descending. `None` when the ideal DCG is 0.
 pub fn ndcg_cut(gains: &[f64], judged_gains: &[f64], k: usize) -> Option<f64> {
-    let dcg = |gs: &mut dyn Iterator<Item = f64>| -> f64 {
-        gs.take(k)
-            .enumerate()
-            .filter(|(_, g)| *g > 0.0)
-            .map(|(i, g)| g / (i as f64 + 2.0).log2())
-            .sum()
-    };
+    let positive = |g: f64| if g > 0.0 { g } else { 0.0 };
     let mut ideal: Vec<f64> = judged_gains.iter().copied().filter(|&g| g > 0.0).collect();
     ideal.sort_by(|a, b| b.total_cmp(a));
-    let ideal_dcg = dcg(&mut ideal.into_iter());
-    if ideal_dcg <= 0.0 {
-        return None;
-    }
-    Some(dcg(&mut gains.iter().copied()) / ideal_dcg)
+    let ideal_dcg = kernel::dcg(ideal, k);
+    kernel::ndcg(
+        kernel::dcg(gains.iter().copied().map(positive), k),
+        ideal_dcg,
+    )
 }
 
 #[cfg(test)]
