@@ -5,3 +5,4 @@
 
 pub mod fusion;
 pub mod ranking;
+pub mod text;

@@ -1,2 +1,49 @@
-//! Intervals, bootstrap, paired tests. No I/O.
+//! Statistics for Oloproof: confidence intervals for pass rates and means, and paired tests for
+//! comparing two systems on the same cases. No I/O, no clock, no global random state: every
+//! random procedure takes an explicit `seed` and gives the same answer on every machine.
+//!
+//! - **Proportions** (a pass rate `k / n`): [`clopper_pearson`] (exact; what run summaries print)
+//!   and [`wilson`] (score interval; what monitoring compares with a target).
+//! - **Means** (scores in `[0, 1]`): [`percentile_bootstrap_mean`], with the sample [`quantile`]
+//!   definition it uses.
+//! - **Paired comparisons** (`oloproof compare`, `oloproof trec --compare`): [`paired_t_test`],
+//!   [`randomization_test`], [`paired_bootstrap_test`], and [`holm`] to adjust several p-values.
+//! - **Display**: [`Interval::round_outward`] rounds an interval to a grid without ever
+//!   shrinking it.
+//!
+//! Undefined statistics are errors, never NaN: an empty sample is
+//! [`StatsError::EmptySample`], which a report shows as "no interval".
+//!
+//! ```
+//! use oloproof_stats::{clopper_pearson, percentile_bootstrap_mean, Interval, StatsError};
+//!
+//! // A pass rate: 9 of 13 cases, 95 % exact interval, printed to 0.1 percentage points.
+//! let ci = clopper_pearson(9, 13, 0.95)?.round_outward(0.001);
+//! assert_eq!(ci, Interval::new(0.385, 0.910));
+//!
+//! // A mean score: percentile bootstrap, 10,000 resamples, recorded seed.
+//! let ndcg = [0.63, 1.0, 0.5, 1.0, 0.92, 0.0, 1.0, 0.77];
+//! let ci = percentile_bootstrap_mean(&ndcg, 10_000, 0x5eed, 0.95)?;
+//! assert!(ci.lo < 0.7275 && 0.7275 < ci.hi);
+//!
+//! // No cases, no interval.
+//! assert_eq!(clopper_pearson(0, 0, 0.95), Err(StatsError::EmptySample));
+//! # Ok::<(), StatsError>(())
+//! ```
 #![warn(missing_docs)]
+
+mod bootstrap;
+mod error;
+mod interval;
+mod multiple;
+mod paired;
+mod proportion;
+
+pub use bootstrap::{percentile_bootstrap_mean, quantile};
+pub use error::StatsError;
+pub use interval::Interval;
+pub use multiple::holm;
+pub use paired::{
+    paired_bootstrap_test, paired_t_test, randomization_test, PairedBootstrap, TestResult,
+};
+pub use proportion::{clopper_pearson, wilson};
