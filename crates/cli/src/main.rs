@@ -1,1 +1,27 @@
-fn main() {}
+//! `oloproof`: evaluate staged RAG systems. A thin layer that turns arguments into engine
+//! calls, output and exit codes.
+
+mod cli;
+mod commands;
+mod exit_codes;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.verbose { "info" } else { "warn" }));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    match commands::dispatch(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let code = err.exit_code();
+            let mut stderr = std::io::stderr().lock();
+            let _ = std::io::Write::write_fmt(&mut stderr, format_args!("{}\n", err.render()));
+            ExitCode::from(code)
+        }
+    }
+}

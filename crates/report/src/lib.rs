@@ -1,2 +1,325 @@
-//! Terminal tables and machine-readable summaries.
+//! Rendering: the metric table, slices, cache lines, run lists and case traces, as text.
+//!
+//! Functions here return `String`s; the CLI decides where they go. Formats are covered by the
+//! CLI's snapshot tests, so any change is visible in review.
+//!
+//! ```
+//! use oloproof_report::format_proportion;
+//! assert_eq!(format_proportion(9.0 / 13.0), "69.2%");
+//! ```
 #![warn(missing_docs)]
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{ContentArrangement, Table, TableComponent};
+use oloproof_core::case::Case;
+use oloproof_core::context::DropReason;
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_engine::evaluate::SummaryKind;
+use oloproof_engine::summary::{CriterionSummary, RunSummary};
+use oloproof_store::RunRecord;
+use serde_json::Value;
+
+/// `0.6923…` → `69.2%`.
+pub fn format_proportion(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn shown_as_percent(s: &CriterionSummary) -> bool {
+    matches!(s.kind, SummaryKind::Proportion | SummaryKind::Rate)
+}
+
+/// The value cell.
+pub fn value_cell(s: &CriterionSummary) -> String {
+    match s.value {
+        None => "—".to_string(),
+        Some(v) if shown_as_percent(s) => format_proportion(v),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+/// The interval cell.
+pub fn interval_cell(s: &CriterionSummary) -> String {
+    match s.interval {
+        None => "—".to_string(),
+        Some([lo, hi]) if shown_as_percent(s) => format!("[{}, {}]", format_proportion(lo), format_proportion(hi)),
+        Some([lo, hi]) => format!("[{lo:.3}, {hi:.3}]"),
+    }
+}
+
+/// The counts cell: `9 / 13 observed · 0 missing · 0 excluded` or `mean of 13 observed · …`.
+pub fn counts_cell(s: &CriterionSummary) -> String {
+    let head = match s.passed {
+        Some(k) => format!("{k} / {} observed", s.observed),
+        None => format!("mean of {} observed", s.observed),
+    };
+    format!("{head} · {} missing · {} excluded", s.missing, s.excluded)
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_style(TableComponent::VerticalLines, '│')
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.to_vec());
+    t
+}
+
+/// The metric table of a run.
+pub fn criteria_table(summary: &RunSummary) -> String {
+    let mut t = table(&["criterion", "value", "95% interval", "counts"]);
+    for c in &summary.criteria {
+        t.add_row(vec![c.criterion.clone(), value_cell(c), interval_cell(c), counts_cell(c)]);
+    }
+    t.to_string()
+}
+
+/// The slice table: one line per slice value and criterion; small slices are marked.
+pub fn slices_table(summary: &RunSummary) -> Option<String> {
+    if summary.slices.is_empty() {
+        return None;
+    }
+    let mut t = table(&["slice", "criterion", "value", "95% interval", "counts"]);
+    for s in &summary.slices {
+        let mut label = format!("{} = {} (n={})", s.key, s.value, s.support);
+        if s.below_min_support {
+            label.push_str(&format!(" ⚠ below {}", summary.min_slice_support));
+        }
+        for (i, c) in s.criteria.iter().enumerate() {
+            let first = if i == 0 { label.clone() } else { String::new() };
+            t.add_row(vec![first, c.criterion.clone(), value_cell(c), interval_cell(c), counts_cell(c)]);
+        }
+    }
+    Some(t.to_string())
+}
+
+/// `Cache: …` and `Stages: …` lines.
+pub fn cache_lines(summary: &RunSummary) -> String {
+    let c = &summary.cache;
+    format!(
+        "Cache: execution {} hit/{} miss; judgment {} hit/{} miss\nStages: retrieve {} hit/{} miss; generate {} hit/{} miss\n",
+        c.execution.hit, c.execution.miss, c.judgment.hit, c.judgment.miss, c.retrieve.hit, c.retrieve.miss, c.generate.hit, c.generate.miss
+    )
+}
+
+/// The whole `oloproof run` report.
+pub fn run_report(summary: &RunSummary) -> String {
+    let mut out = format!(
+        "Run {} · {} {} · {} cases\n",
+        summary.run_id, summary.system, summary.version, summary.cases
+    );
+    out.push_str(&criteria_table(summary));
+    out.push('\n');
+    if let Some(slices) = slices_table(summary) {
+        out.push_str(&format!(
+            "Slices (exploratory; ⚠ marks fewer than {} cases)\n",
+            summary.min_slice_support
+        ));
+        out.push_str(&slices);
+        out.push('\n');
+    }
+    out.push_str(&cache_lines(summary));
+    if summary.errors > 0 {
+        out.push_str(&format!(
+            "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",
+            summary.errors, summary.cases, summary.run_id
+        ));
+    }
+    if summary.done < summary.cases {
+        out.push_str(&format!(
+            "Incomplete: {} of {} cases finished; resume with `oloproof run --resume {}`\n",
+            summary.done, summary.cases, summary.run_id
+        ));
+    }
+    out
+}
+
+/// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS` UTC.
+pub fn format_utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// `oloproof runs`: newest first.
+pub fn runs_table(runs: &[RunRecord]) -> String {
+    if runs.is_empty() {
+        return "No runs in this store yet. Start one with `oloproof run DIR`.\n".to_string();
+    }
+    let mut t = table(&["run", "created (UTC)", "system", "status", "cases", "headline"]);
+    for r in runs {
+        let system: Value = serde_json::from_str(&r.settings_json).unwrap_or(Value::Null);
+        let name = system.pointer("/system/name").and_then(Value::as_str).unwrap_or("?");
+        let version = system.pointer("/system/version").and_then(Value::as_str).unwrap_or("?");
+        let headline = r
+            .summary_json
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<RunSummary>(s).ok())
+            .and_then(|s| s.criteria.first().cloned())
+            .map(|c| format!("{} {}", c.criterion, value_cell(&c)))
+            .unwrap_or_else(|| "—".to_string());
+        t.add_row(vec![
+            r.id.clone(),
+            format_utc(r.created_ms),
+            format!("{name} {version}"),
+            r.status.clone(),
+            format!("{}/{}", r.done_count, r.case_count),
+            headline,
+        ]);
+    }
+    format!("{t}\n")
+}
+
+fn verdict_text(v: &CriterionVerdict) -> String {
+    let mut s = match &v.verdict {
+        Verdict::Pass => "pass".to_string(),
+        Verdict::Fail => "fail".to_string(),
+        Verdict::Score { value } => format!("score {value:.4}"),
+        Verdict::Missing { error } => format!("missing: {error}"),
+        Verdict::Excluded { reason } => format!("excluded: {reason}"),
+    };
+    if let Some(p) = v.detail.get("best_relevant_position") {
+        s.push_str(&format!(
+            " (best relevant position {})",
+            p.as_u64().map(|n| n.to_string()).unwrap_or_else(|| "none".into())
+        ));
+    }
+    if let Some(Value::Array(bad)) = v.detail.get("invalid") {
+        if !bad.is_empty() {
+            s.push_str(&format!(" (not in context: {})", bad.iter().map(|b| b.as_str().unwrap_or("?")).collect::<Vec<_>>().join(", ")));
+        }
+    }
+    s
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// `oloproof show RUN --case ID`: the full trace of one case.
+pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &[CriterionVerdict]) -> String {
+    let mut out = format!("Case {} · {run_id}\n", case.id);
+    out.push_str(&format!("Input: {}\n", Value::Object(case.input.clone())));
+    if let Some(a) = &case.expected.answer {
+        out.push_str(&format!("Expected answer: {a}\n"));
+    }
+    let Some(trace) = trace else {
+        out.push_str("Not run yet (pending).\n");
+        return out;
+    };
+    let relevant: std::collections::HashSet<&str> = case
+        .expected
+        .relevant
+        .iter()
+        .flatten()
+        .filter(|r| r.grade >= 1.0)
+        .map(|r| r.doc_id.as_str())
+        .collect();
+    if let Some(r) = &trace.retrieval {
+        out.push_str(&format!(
+            "Retrieval{}: {} candidates at depth {}{}\n",
+            r.query.as_deref().map(|q| format!(" of \"{q}\"")).unwrap_or_default(),
+            r.candidates.len(),
+            r.depth,
+            if trace.cache.retrieve == Some(true) { " (cached)" } else { "" }
+        ));
+        let ctx = trace.context.as_ref();
+        for (i, c) in r.candidates.iter().enumerate() {
+            let pos = i + 1;
+            let status = match ctx {
+                Some(ctx) if ctx.passages.iter().any(|p| p.position == pos) => {
+                    let t = ctx.passages.iter().find(|p| p.position == pos).and_then(|p| p.tokens);
+                    format!("in context{}", t.map(|t| format!(", {t} tokens")).unwrap_or_default())
+                }
+                Some(ctx) => match ctx.dropped.iter().find(|d| d.position == pos) {
+                    Some(d) if d.reason == DropReason::TokenBudget => {
+                        format!("dropped: token budget{}", d.tokens.map(|t| format!(", {t} tokens")).unwrap_or_default())
+                    }
+                    _ => "below top_k".to_string(),
+                },
+                None => String::new(),
+            };
+            let id = match &c.chunk_id {
+                Some(ch) => format!("{} [{ch}]", c.doc_id),
+                None => c.doc_id.clone(),
+            };
+            let mark = if relevant.contains(c.doc_id.as_str()) { " ★ relevant" } else { "" };
+            let score = c.score.map(|s| format!(" score {s}")).unwrap_or_default();
+            out.push_str(&format!("  {pos:>2}. {id}{score} · {status}{mark}\n"));
+            if let Some(text) = &c.text {
+                out.push_str(&format!("      {}\n", one_line(text, 110)));
+            }
+        }
+    }
+    if let Some(ctx) = &trace.context {
+        out.push_str(&format!(
+            "Context: {} passage{}{}{}\n",
+            ctx.passages.len(),
+            if ctx.passages.len() == 1 { "" } else { "s" },
+            ctx.tokens_used.map(|t| format!(", {t} tokens")).unwrap_or_default(),
+            if ctx.truncated { ", truncated by the token budget" } else { "" }
+        ));
+    }
+    if trace.generation.is_some() {
+        out.push_str(&format!(
+            "Answer{}: {}\n",
+            if trace.cache.generate == Some(true) { " (cached)" } else { "" },
+            trace.answer().map(|a| one_line(a, 400)).unwrap_or_else(|| "(no answer field)".into())
+        ));
+        let cites = trace.citations();
+        out.push_str(&format!("Citations: {}\n", if cites.is_empty() { "none".to_string() } else { cites.join(", ") }));
+    }
+    if let Some(e) = &trace.error {
+        out.push_str(&format!("Error: {}\n", e.summary()));
+        if let Some(tb) = &e.traceback {
+            for line in tb.lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        if !e.stderr_tail.is_empty() {
+            out.push_str("Worker stderr (last lines):\n");
+            for line in &e.stderr_tail {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+    if !trace.stderr.is_empty() {
+        out.push_str(&format!("Stderr ({} lines):\n", trace.stderr.len()));
+        for line in trace.stderr.iter().take(20) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push_str("Verdicts:\n");
+    let width = verdicts.iter().map(|v| v.criterion.len()).max().unwrap_or(0);
+    for v in verdicts {
+        out.push_str(&format!("  {:width$}  {}\n", v.criterion, verdict_text(v)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formatting() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00");
+        assert_eq!(format_utc(1_790_000_000_000), "2026-09-21 14:13:20");
+    }
+}

@@ -1,0 +1,94 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use oloproof_trec::cli::{FuseArgs, TrecArgs};
+
+use crate::exit_codes;
+
+/// Evaluate a staged RAG system: measure every stage, with honest intervals.
+#[derive(Debug, Parser)]
+#[command(name = "oloproof", version, after_help = exit_codes::HELP)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+    /// Log progress details to stderr (RUST_LOG overrides).
+    #[arg(short, long, global = true)]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the system over the case set, judge every case and print the metric table.
+    #[command(after_help = exit_codes::HELP)]
+    Run(RunArgs),
+    /// List the runs of the store, newest first.
+    Runs(StoreArgs),
+    /// Print a run's summary, or one case's full trace with --case.
+    Show(ShowArgs),
+    /// trec_eval-compatible ranking evaluation of run files against qrels.
+    Trec(TrecArgs),
+    /// Fuse several run files into one (RRF, CombSUM, …).
+    Fuse(FuseArgs),
+}
+
+/// Where the config (and so the store) is.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ConfigLocation {
+    /// The config file (default: DIR/oloproof.yaml, or ./oloproof.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// Override a config value, e.g. `--set system.rag.top_k=4` (repeatable; wins over the file).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) overrides: Vec<String>,
+    /// Do not read the caches (fresh results are still stored).
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+    /// Finish an interrupted run instead of starting a new one.
+    #[arg(long, value_name = "RUN_ID", conflicts_with = "overrides")]
+    pub(crate) resume: Option<String>,
+    /// Print the summary as JSON on stdout instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Largest share of cases that may end in an error before the run exits 4 (default: the
+    /// config's `max_error_rate`, else 0).
+    #[arg(long, value_name = "SHARE")]
+    pub(crate) max_error_rate: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StoreArgs {
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The run id (`run_…`).
+    pub(crate) run_id: String,
+    /// Show one case's trace: retrieval with positions, context, answer, citations, verdicts.
+    #[arg(long, value_name = "CASE_ID")]
+    pub(crate) case: Option<String>,
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,18 @@
+//! Exit codes: a public contract, documented in `--help` and the README.
+
+/// Success, or the gate passed.
+pub(crate) const SUCCESS: u8 = 0;
+/// Usage or configuration error (bad flags, invalid `oloproof.yaml` or case file, unknown run).
+pub(crate) const USAGE: u8 = 2;
+/// The gate blocked (reserved for `compare`).
+#[allow(dead_code)]
+pub(crate) const GATE_BLOCKED: u8 = 3;
+/// The run is incomplete: errors above `--max-error-rate`, or the system or store failed.
+pub(crate) const INCOMPLETE: u8 = 4;
+
+/// The text appended to `--help`.
+pub(crate) const HELP: &str = "Exit codes:
+  0  success (or the gate passed)
+  2  usage or configuration error: bad flags, invalid oloproof.yaml or case file, unknown run
+  3  gate blocked
+  4  run incomplete: more errors than --max-error-rate allows, or the system or store failed";
