@@ -1,0 +1,273 @@
+//! Per-topic comparison against pytrec_eval-terrier (trec_eval 9.0.x semantics, so the engine
+//! runs with `--compat 9`): the TREC 2003 Robust runs and randomized qrels/runs with ties,
+//! near-equal scores, missing topics, topics without relevant documents and graded levels.
+//!
+//! The Python interpreter comes from `OLOPROOF_REFERENCE_PYTHON` (set by `scripts/test`);
+//! without it the tests are skipped, unless `OLOPROOF_REQUIRE_REFERENCES=1`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Parser;
+use oloproof_metrics::ranking::{Compat, MeasureSet};
+use oloproof_trec::cli::TrecArgs;
+
+#[derive(Parser)]
+struct Cmd {
+    #[command(flatten)]
+    trec: TrecArgs,
+}
+
+fn reference_python() -> Option<PathBuf> {
+    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1") => {
+            panic!("OLOPROOF_REFERENCE_PYTHON is not set but OLOPROOF_REQUIRE_REFERENCES=1")
+        }
+        None => {
+            eprintln!("skipping: OLOPROOF_REFERENCE_PYTHON is not set (run scripts/test)");
+            None
+        }
+    }
+}
+
+type PerTopic = HashMap<String, HashMap<String, f64>>;
+
+fn pytrec(python: &Path, qrels: &Path, run: &Path, level: i64, judged_only: bool) -> PerTopic {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/pytrec_reference.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(qrels)
+        .arg(run)
+        .arg(level.to_string())
+        .arg(if judged_only { "1" } else { "0" })
+        .output()
+        .expect("run the reference interpreter");
+    assert!(
+        out.status.success(),
+        "pytrec_eval failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw: HashMap<String, HashMap<String, Option<f64>>> =
+        serde_json::from_slice(&out.stdout).expect("reference JSON");
+    raw.into_iter()
+        .map(|(t, m)| {
+            (
+                t,
+                m.into_iter()
+                    .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn ours(qrels: &Path, run: &Path, level: i64, judged_only: bool) -> PerTopic {
+    let mut argv: Vec<String> = ["trec", "-m", "all_trec", "--compat", "9", "-l"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    argv.push(level.to_string());
+    if judged_only {
+        argv.push("-J".into());
+    }
+    argv.push(qrels.to_string_lossy().into_owned());
+    argv.push(run.to_string_lossy().into_owned());
+    let cmd = Cmd::parse_from(&argv);
+    let set = MeasureSet::from_specs(&cmd.trec.measures, Compat::V9).expect("measures");
+    let res = oloproof_trec::evaluate_files(&cmd.trec, run).expect("evaluate");
+    res.topics
+        .iter()
+        .map(|(t, v)| {
+            let m = set
+                .slots()
+                .iter()
+                .zip(&v.values)
+                .map(|(s, &x)| (s.name.clone(), x))
+                .collect();
+            (t.clone(), m)
+        })
+        .collect()
+}
+
+/// Compares every measure of every topic; returns a report of mismatches.
+fn compare(label: &str, want: &PerTopic, got: &PerTopic) -> String {
+    let mut report = String::new();
+    let mut bad = 0;
+    let mut topics: Vec<&String> = want.keys().collect();
+    topics.sort();
+    for t in topics {
+        let Some(g) = got.get(t) else {
+            let _ = writeln!(report, "{label}: topic {t} missing from our output");
+            bad += 1;
+            continue;
+        };
+        let mut names: Vec<&String> = want[t].keys().collect();
+        names.sort();
+        for m in names {
+            let w = want[t][m];
+            let ok = match g.get(m) {
+                Some(&x) => (x.is_nan() && w.is_nan()) || (x - w).abs() <= 1e-9 * w.abs().max(1.0),
+                None => false,
+            };
+            if !ok {
+                bad += 1;
+                if bad <= 20 {
+                    let _ = writeln!(
+                        report,
+                        "{label}: topic {t} {m}: ours {:?}, pytrec_eval {w}",
+                        g.get(m)
+                    );
+                }
+            }
+        }
+    }
+    if got.len() != want.len() {
+        let _ = writeln!(
+            report,
+            "{label}: {} topics, pytrec_eval {}",
+            got.len(),
+            want.len()
+        );
+    }
+    report
+}
+
+#[test]
+fn robust03_runs_match_pytrec_eval() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = common::data_dir().join("robust03");
+    let qrels = dir.join("robust03_qrels.txt");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir.join("runs"))
+        .expect("robust03 runs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 17);
+    let mut report = String::new();
+    for run in &runs {
+        for level in [1, 2] {
+            let label = format!("{} -l{level}", run.display());
+            report += &compare(
+                &label,
+                &pytrec(&python, &qrels, run, level, false),
+                &ours(&qrels, run, level, false),
+            );
+        }
+    }
+    assert!(report.is_empty(), "{report}");
+}
+
+/// SplitMix64: a tiny deterministic generator for the randomized cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Writes a random qrels/run pair: graded levels (with a few pooled-unjudged `-1`), topics
+/// without relevant documents, topics only in the qrels or only in the run, and scores with
+/// exact ties and near-ties below 32-bit precision.
+fn random_case(seed: u64, dir: &Path) -> (PathBuf, PathBuf) {
+    let mut rng = Rng(seed);
+    let mut qrels = String::new();
+    let mut run = String::new();
+    let doc = |i: u64| -> String {
+        match i % 3 {
+            0 => format!("D{i}"),
+            1 => format!("doc-{i:04}"),
+            _ => format!("d{}", i * 7),
+        }
+    };
+    let topics = 5 + rng.below(25);
+    for t in 0..topics {
+        let qid = format!("{}", 100 + t * 3);
+        let pool = 20 + rng.below(200);
+        let style = rng.below(5);
+        for d in 0..pool {
+            if rng.below(3) != 0 {
+                continue;
+            }
+            let rel = match style {
+                0 => 0, // no relevant documents
+                _ => match rng.below(20) {
+                    0 => -1,
+                    1..=10 => 0,
+                    11..=15 => 1,
+                    16..=18 => 2,
+                    _ => 3,
+                },
+            };
+            let _ = writeln!(qrels, "{qid} 0 {} {rel}", doc(d));
+        }
+        if rng.below(6) == 0 {
+            continue; // qrels-only topic
+        }
+        let n = 1 + rng.below(pool + 20);
+        let mut docs: Vec<u64> = (0..pool + 40).collect();
+        for i in 0..docs.len() {
+            let j = i + rng.below((docs.len() - i) as u64) as usize;
+            docs.swap(i, j);
+        }
+        let score_style = rng.below(4);
+        for (rank, &d) in docs.iter().take(n as usize).enumerate() {
+            let score = match score_style {
+                0 => rng.below(5) as f64,                      // heavy ties
+                1 => 10.0 + (rng.below(3) as f64) * 1e-9,      // ties only at 32 bits
+                2 => (rng.unit() * 100.0 * 1e6).round() / 1e6, // mostly distinct
+                _ => -(rank as f64) / 7.0,                     // rank-derived
+            };
+            let _ = writeln!(run, "{qid} Q0 {} {rank} {score} rnd{seed}", doc(d));
+        }
+    }
+    for extra in 0..rng.below(3) {
+        let _ = writeln!(run, "999{extra} Q0 X 1 1.0 rnd{seed}");
+    }
+    let q = dir.join(format!("qrels.{seed}"));
+    let r = dir.join(format!("run.{seed}"));
+    std::fs::write(&q, qrels).expect("write qrels");
+    std::fs::write(&r, run).expect("write run");
+    (q, r)
+}
+
+#[test]
+fn randomized_cases_match_pytrec_eval() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut report = String::new();
+    for seed in 0..24u64 {
+        let (q, r) = random_case(seed, dir.path());
+        let level = 1 + (seed % 2) as i64;
+        let judged_only = seed % 5 == 4;
+        let label = format!(
+            "seed {seed} -l{level}{}",
+            if judged_only { " -J" } else { "" }
+        );
+        report += &compare(
+            &label,
+            &pytrec(&python, &q, &r, level, judged_only),
+            &ours(&q, &r, level, judged_only),
+        );
+    }
+    assert!(report.is_empty(), "{report}");
+}
