@@ -22,6 +22,7 @@ struct Cmd {
     trec: TrecArgs,
 }
 
+#[allow(clippy::print_stderr)] // the skip note the brief asks for
 fn reference_python() -> Option<PathBuf> {
     match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
         Some(p) => Some(PathBuf::from(p)),
