@@ -41,7 +41,9 @@ impl CliError {
             CliError::Store(StoreError::UnknownRun(_)) => exit_codes::USAGE,
             CliError::Store(_) | CliError::Output(_) => exit_codes::INCOMPLETE,
             CliError::Engine(e) => match e {
-                EngineError::Config(_) | EngineError::Cases(_) | EngineError::NotResumable { .. } => exit_codes::USAGE,
+                EngineError::Config(_)
+                | EngineError::Cases(_)
+                | EngineError::NotResumable { .. } => exit_codes::USAGE,
                 EngineError::Store(StoreError::UnknownRun(_)) => exit_codes::USAGE,
                 _ => exit_codes::INCOMPLETE,
             },
@@ -85,7 +87,9 @@ fn config_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf,
     if let Some(path) = &location.config {
         return Ok(path.clone());
     }
-    let dir = dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     if dir.is_file() {
         return Err(CliError::Usage(format!(
             "{} is a file; pass the project folder, or the config with --config {}",
@@ -103,14 +107,22 @@ fn config_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf,
     Ok(path)
 }
 
-fn load(location: &ConfigLocation, dir: Option<&Path>, overrides: &[String]) -> Result<ProjectConfig, CliError> {
+fn load(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+    overrides: &[String],
+) -> Result<ProjectConfig, CliError> {
     Ok(load_config(&config_path(location, dir)?, overrides)?)
 }
 
 fn print_summary(summary: &RunSummary, json: bool) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(summary).unwrap_or_default())?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(summary).unwrap_or_default()
+        )?;
     } else {
         write!(out, "{}", oloproof_report::run_report(summary))?;
     }
@@ -128,7 +140,10 @@ fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
 
 fn run(args: RunArgs) -> Result<u8, CliError> {
     validate_rate(args.max_error_rate)?;
-    let flags = RunFlags { no_cache: args.no_cache, max_error_rate: args.max_error_rate };
+    let flags = RunFlags {
+        no_cache: args.no_cache,
+        max_error_rate: args.max_error_rate,
+    };
     let mut progress = Progress::for_terminal();
     let config = load(&args.location, args.dir.as_deref(), &args.overrides)?;
     let outcome = match &args.resume {
@@ -182,7 +197,11 @@ fn runs(args: StoreArgs) -> Result<u8, CliError> {
                 })
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&rows).unwrap_or_default())?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        )?;
     } else {
         write!(out, "{}", oloproof_report::runs_table(&runs))?;
     }
@@ -194,14 +213,26 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
     let record = store.run(&args.run_id)?;
     let mut out = std::io::stdout().lock();
     let Some(case_id) = &args.case else {
-        let summary = match record.summary_json.as_deref().and_then(|s| serde_json::from_str::<RunSummary>(s).ok()) {
+        let summary = match record
+            .summary_json
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<RunSummary>(s).ok())
+        {
             Some(s) => s,
             None => summarize_stored(&store, &record.id, CacheCounts::default())?,
         };
         if args.json {
-            writeln!(out, "{}", serde_json::to_string_pretty(&summary).unwrap_or_default())?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&summary).unwrap_or_default()
+            )?;
         } else {
-            writeln!(out, "Status: {} · {}/{} cases · config {}", record.status, record.done_count, record.case_count, record.config_path)?;
+            writeln!(
+                out,
+                "Status: {} · {}/{} cases · config {}",
+                record.status, record.done_count, record.case_count, record.config_path
+            )?;
             write!(out, "{}", oloproof_report::run_report(&summary))?;
         }
         return Ok(exit_codes::SUCCESS);
@@ -212,32 +243,63 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
         let hint = oloproof_core::source::did_you_mean(case_id, known.iter().copied())
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
-        return Err(CliError::Usage(format!("run {} has no case `{case_id}`{hint}", record.id)));
+        return Err(CliError::Usage(format!(
+            "run {} has no case `{case_id}`{hint}",
+            record.id
+        )));
     };
-    let corrupt = |what: &str, source| CliError::Engine(EngineError::Corrupt { what: what.to_string(), source });
+    let corrupt = |what: &str, source| {
+        CliError::Engine(EngineError::Corrupt {
+            what: what.to_string(),
+            source,
+        })
+    };
     let case: Case = serde_json::from_str(&row.case_json).map_err(|e| corrupt("case", e))?;
     let trace: Option<Trace> = match &row.trace_json {
         Some(t) => Some(serde_json::from_str(t).map_err(|e| corrupt("trace", e))?),
         None => None,
     };
     let mut verdicts: Vec<CriterionVerdict> = Vec::new();
-    for v in store.verdicts(&record.id)?.into_iter().filter(|v| &v.case_id == case_id) {
+    for v in store
+        .verdicts(&record.id)?
+        .into_iter()
+        .filter(|v| &v.case_id == case_id)
+    {
         verdicts.push(serde_json::from_str(&v.verdict_json).map_err(|e| corrupt("verdict", e))?);
     }
-    let settings: serde_json::Value = serde_json::from_str(&record.settings_json).unwrap_or_default();
-    if let Some(order) = settings.pointer("/options/evaluators").and_then(|e| e.as_array()) {
+    let settings: serde_json::Value =
+        serde_json::from_str(&record.settings_json).unwrap_or_default();
+    if let Some(order) = settings
+        .pointer("/options/evaluators")
+        .and_then(|e| e.as_array())
+    {
         let names: Vec<String> = order
             .iter()
-            .filter_map(|e| serde_json::from_value::<oloproof_core::config::EvaluatorOptions>(e.clone()).ok())
+            .filter_map(|e| {
+                serde_json::from_value::<oloproof_core::config::EvaluatorOptions>(e.clone()).ok()
+            })
             .map(|e| e.criterion())
             .collect();
-        verdicts.sort_by_key(|v| names.iter().position(|n| n == &v.criterion).unwrap_or(usize::MAX));
+        verdicts.sort_by_key(|v| {
+            names
+                .iter()
+                .position(|n| n == &v.criterion)
+                .unwrap_or(usize::MAX)
+        });
     }
     if args.json {
         let value = serde_json::json!({"run_id": record.id, "case": case, "trace": trace, "verdicts": verdicts});
-        writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
     } else {
-        write!(out, "{}", oloproof_report::case_report(&record.id, &case, trace.as_ref(), &verdicts))?;
+        write!(
+            out,
+            "{}",
+            oloproof_report::case_report(&record.id, &case, trace.as_ref(), &verdicts)
+        )?;
     }
     Ok(exit_codes::SUCCESS)
 }

@@ -16,7 +16,10 @@ impl Progress {
     /// A bar if stderr is a terminal and `CI` is unset.
     pub(crate) fn for_terminal() -> Self {
         let enabled = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-        Progress { bar: enabled.then(|| ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())), cache_hits: 0 }
+        Progress {
+            bar: enabled.then(|| ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())),
+            cache_hits: 0,
+        }
     }
 
     pub(crate) fn finish(&self) {
@@ -30,7 +33,9 @@ impl RunObserver for Progress {
     fn started(&mut self, run_id: &str, _total: u64, pending: u64) {
         if let Some(bar) = &self.bar {
             bar.set_length(pending);
-            if let Ok(style) = ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} cases · {msg} · ETA {eta}") {
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix} {bar:30} {pos}/{len} cases · {msg} · ETA {eta}",
+            ) {
                 bar.set_style(style);
             }
             bar.set_prefix(run_id.to_string());

@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn missing_and_excluded_are_counted_not_averaged() {
-        let v = vec![
+        let v = [
             Verdict::Score { value: 1.0 },
             Verdict::Score { value: 0.5 },
             Verdict::Missing { error: "x".into() },

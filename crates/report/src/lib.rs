@@ -42,7 +42,9 @@ pub fn value_cell(s: &CriterionSummary) -> String {
 pub fn interval_cell(s: &CriterionSummary) -> String {
     match s.interval {
         None => "—".to_string(),
-        Some([lo, hi]) if shown_as_percent(s) => format!("[{}, {}]", format_proportion(lo), format_proportion(hi)),
+        Some([lo, hi]) if shown_as_percent(s) => {
+            format!("[{}, {}]", format_proportion(lo), format_proportion(hi))
+        }
         Some([lo, hi]) => format!("[{lo:.3}, {hi:.3}]"),
     }
 }
@@ -69,7 +71,12 @@ fn table(header: &[&str]) -> Table {
 pub fn criteria_table(summary: &RunSummary) -> String {
     let mut t = table(&["criterion", "value", "95% interval", "counts"]);
     for c in &summary.criteria {
-        t.add_row(vec![c.criterion.clone(), value_cell(c), interval_cell(c), counts_cell(c)]);
+        t.add_row(vec![
+            c.criterion.clone(),
+            value_cell(c),
+            interval_cell(c),
+            counts_cell(c),
+        ]);
     }
     t.to_string()
 }
@@ -87,7 +94,13 @@ pub fn slices_table(summary: &RunSummary) -> Option<String> {
         }
         for (i, c) in s.criteria.iter().enumerate() {
             let first = if i == 0 { label.clone() } else { String::new() };
-            t.add_row(vec![first, c.criterion.clone(), value_cell(c), interval_cell(c), counts_cell(c)]);
+            t.add_row(vec![
+                first,
+                c.criterion.clone(),
+                value_cell(c),
+                interval_cell(c),
+                counts_cell(c),
+            ]);
         }
     }
     Some(t.to_string())
@@ -149,7 +162,12 @@ pub fn format_utc(ms: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// `oloproof runs`: newest first.
@@ -157,11 +175,24 @@ pub fn runs_table(runs: &[RunRecord]) -> String {
     if runs.is_empty() {
         return "No runs in this store yet. Start one with `oloproof run DIR`.\n".to_string();
     }
-    let mut t = table(&["run", "created (UTC)", "system", "status", "cases", "headline"]);
+    let mut t = table(&[
+        "run",
+        "created (UTC)",
+        "system",
+        "status",
+        "cases",
+        "headline",
+    ]);
     for r in runs {
         let system: Value = serde_json::from_str(&r.settings_json).unwrap_or(Value::Null);
-        let name = system.pointer("/system/name").and_then(Value::as_str).unwrap_or("?");
-        let version = system.pointer("/system/version").and_then(Value::as_str).unwrap_or("?");
+        let name = system
+            .pointer("/system/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let version = system
+            .pointer("/system/version")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         let headline = r
             .summary_json
             .as_deref()
@@ -192,12 +223,20 @@ fn verdict_text(v: &CriterionVerdict) -> String {
     if let Some(p) = v.detail.get("best_relevant_position") {
         s.push_str(&format!(
             " (best relevant position {})",
-            p.as_u64().map(|n| n.to_string()).unwrap_or_else(|| "none".into())
+            p.as_u64()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "none".into())
         ));
     }
     if let Some(Value::Array(bad)) = v.detail.get("invalid") {
         if !bad.is_empty() {
-            s.push_str(&format!(" (not in context: {})", bad.iter().map(|b| b.as_str().unwrap_or("?")).collect::<Vec<_>>().join(", ")));
+            s.push_str(&format!(
+                " (not in context: {})",
+                bad.iter()
+                    .map(|b| b.as_str().unwrap_or("?"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
     }
     s
@@ -213,7 +252,12 @@ fn one_line(text: &str, max: usize) -> String {
 }
 
 /// `oloproof show RUN --case ID`: the full trace of one case.
-pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &[CriterionVerdict]) -> String {
+pub fn case_report(
+    run_id: &str,
+    case: &Case,
+    trace: Option<&Trace>,
+    verdicts: &[CriterionVerdict],
+) -> String {
     let mut out = format!("Case {} · {run_id}\n", case.id);
     out.push_str(&format!("Input: {}\n", Value::Object(case.input.clone())));
     if let Some(a) = &case.expected.answer {
@@ -233,23 +277,43 @@ pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &
         .collect();
     if let Some(r) = &trace.retrieval {
         out.push_str(&format!(
-            "Retrieval{}: {} candidates at depth {}{}\n",
-            r.query.as_deref().map(|q| format!(" of \"{q}\"")).unwrap_or_default(),
+            "Retrieval{}: {} candidate{} at depth {}{}\n",
+            r.query
+                .as_deref()
+                .map(|q| format!(" of \"{q}\""))
+                .unwrap_or_default(),
             r.candidates.len(),
+            if r.candidates.len() == 1 { "" } else { "s" },
             r.depth,
-            if trace.cache.retrieve == Some(true) { " (cached)" } else { "" }
+            if trace.cache.retrieve == Some(true) {
+                " (cached)"
+            } else {
+                ""
+            }
         ));
         let ctx = trace.context.as_ref();
         for (i, c) in r.candidates.iter().enumerate() {
             let pos = i + 1;
             let status = match ctx {
                 Some(ctx) if ctx.passages.iter().any(|p| p.position == pos) => {
-                    let t = ctx.passages.iter().find(|p| p.position == pos).and_then(|p| p.tokens);
-                    format!("in context{}", t.map(|t| format!(", {t} tokens")).unwrap_or_default())
+                    let t = ctx
+                        .passages
+                        .iter()
+                        .find(|p| p.position == pos)
+                        .and_then(|p| p.tokens);
+                    format!(
+                        "in context{}",
+                        t.map(|t| format!(", {t} tokens")).unwrap_or_default()
+                    )
                 }
                 Some(ctx) => match ctx.dropped.iter().find(|d| d.position == pos) {
                     Some(d) if d.reason == DropReason::TokenBudget => {
-                        format!("dropped: token budget{}", d.tokens.map(|t| format!(", {t} tokens")).unwrap_or_default())
+                        format!(
+                            "dropped: token budget{}",
+                            d.tokens
+                                .map(|t| format!(", {t} tokens"))
+                                .unwrap_or_default()
+                        )
                     }
                     _ => "below top_k".to_string(),
                 },
@@ -259,7 +323,11 @@ pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &
                 Some(ch) => format!("{} [{ch}]", c.doc_id),
                 None => c.doc_id.clone(),
             };
-            let mark = if relevant.contains(c.doc_id.as_str()) { " ★ relevant" } else { "" };
+            let mark = if relevant.contains(c.doc_id.as_str()) {
+                " ★ relevant"
+            } else {
+                ""
+            };
             let score = c.score.map(|s| format!(" score {s}")).unwrap_or_default();
             out.push_str(&format!("  {pos:>2}. {id}{score} · {status}{mark}\n"));
             if let Some(text) = &c.text {
@@ -272,18 +340,38 @@ pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &
             "Context: {} passage{}{}{}\n",
             ctx.passages.len(),
             if ctx.passages.len() == 1 { "" } else { "s" },
-            ctx.tokens_used.map(|t| format!(", {t} tokens")).unwrap_or_default(),
-            if ctx.truncated { ", truncated by the token budget" } else { "" }
+            ctx.tokens_used
+                .map(|t| format!(", {t} tokens"))
+                .unwrap_or_default(),
+            if ctx.truncated {
+                ", truncated by the token budget"
+            } else {
+                ""
+            }
         ));
     }
     if trace.generation.is_some() {
         out.push_str(&format!(
             "Answer{}: {}\n",
-            if trace.cache.generate == Some(true) { " (cached)" } else { "" },
-            trace.answer().map(|a| one_line(a, 400)).unwrap_or_else(|| "(no answer field)".into())
+            if trace.cache.generate == Some(true) {
+                " (cached)"
+            } else {
+                ""
+            },
+            trace
+                .answer()
+                .map(|a| one_line(a, 400))
+                .unwrap_or_else(|| "(no answer field)".into())
         ));
         let cites = trace.citations();
-        out.push_str(&format!("Citations: {}\n", if cites.is_empty() { "none".to_string() } else { cites.join(", ") }));
+        out.push_str(&format!(
+            "Citations: {}\n",
+            if cites.is_empty() {
+                "none".to_string()
+            } else {
+                cites.join(", ")
+            }
+        ));
     }
     if let Some(e) = &trace.error {
         out.push_str(&format!("Error: {}\n", e.summary()));
@@ -299,14 +387,21 @@ pub fn case_report(run_id: &str, case: &Case, trace: Option<&Trace>, verdicts: &
             }
         }
     }
-    if !trace.stderr.is_empty() {
+    let tail_shown = trace.error.as_ref().is_some_and(|e| {
+        !e.stderr_tail.is_empty() && trace.stderr.iter().all(|l| e.stderr_tail.contains(l))
+    });
+    if !trace.stderr.is_empty() && !tail_shown {
         out.push_str(&format!("Stderr ({} lines):\n", trace.stderr.len()));
         for line in trace.stderr.iter().take(20) {
             out.push_str(&format!("  {line}\n"));
         }
     }
     out.push_str("Verdicts:\n");
-    let width = verdicts.iter().map(|v| v.criterion.len()).max().unwrap_or(0);
+    let width = verdicts
+        .iter()
+        .map(|v| v.criterion.len())
+        .max()
+        .unwrap_or(0);
     for v in verdicts {
         out.push_str(&format!("  {:width$}  {}\n", v.criterion, verdict_text(v)));
     }

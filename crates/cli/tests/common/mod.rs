@@ -1,0 +1,113 @@
+//! Helpers for CLI tests: a project copied into a temporary folder, the real binary, redaction.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Copies `src` (relative to the repo) into a fresh temporary folder and returns both.
+pub fn project(src: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("project");
+    copy_dir(&repo().join(src), &dst);
+    (tmp, dst)
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".oloproof" || name == "__pycache__" {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &dst.join(&name));
+        } else {
+            std::fs::copy(&path, dst.join(&name)).unwrap();
+        }
+    }
+}
+
+/// Runs the real `oloproof` binary in `cwd`.
+pub fn oloproof(cwd: &Path, args: &[&str]) -> Output {
+    oloproof_env(cwd, args, &[])
+}
+
+/// Runs the real `oloproof` binary in `cwd` with extra environment variables.
+pub fn oloproof_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oloproof"));
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_remove("RUST_LOG")
+        .env("CI", "true");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit code, stdout and stderr in one snapshot-friendly text, with ids, times and paths redacted.
+pub fn transcript(o: &Output, tmp: &Path) -> String {
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        o.status
+            .code()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "signal".into()),
+        stdout(o),
+        stderr(o)
+    );
+    redact(&text, tmp)
+}
+
+/// Replaces run ids, timestamps and the temporary folder.
+pub fn redact(text: &str, tmp: &Path) -> String {
+    let mut out = text.replace(&tmp.display().to_string(), "[TMP]");
+    if let Ok(canon) = tmp.canonicalize() {
+        out = out.replace(&canon.display().to_string(), "[TMP]");
+    }
+    let mut result = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find("run_") {
+        result.push_str(&rest[..i]);
+        let tail = &rest[i + 4..];
+        let id_len = tail
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .count();
+        if id_len == 26 {
+            result.push_str("run_[ID]");
+            rest = &tail[26..];
+        } else {
+            result.push_str("run_");
+            rest = tail;
+        }
+    }
+    result.push_str(rest);
+    result
+}
+
+/// The first run id printed in `text`.
+pub fn run_id(text: &str) -> String {
+    let i = text.find("run_").expect("a run id");
+    text[i..i + 30].to_string()
+}
