@@ -75,8 +75,43 @@ fn parse_rel(tok: &[u8]) -> Option<i64> {
     })
 }
 
+/// Parses a score. Plain decimals with at most 15 significant digits take an exact fast path
+/// (an integer mantissa and a power of ten, both exact in a double, so one correctly rounded
+/// division); anything else goes through the standard library's parser.
 #[inline]
 fn parse_score(tok: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (neg, digits) = match tok.first() {
+        Some(b'-') => (true, &tok[1..]),
+        Some(b'+') => (false, &tok[1..]),
+        _ => (false, tok),
+    };
+    let mut mantissa: u64 = 0;
+    let mut count = 0usize;
+    let mut frac: Option<usize> = None;
+    let mut ok = !digits.is_empty() && digits.len() <= 16;
+    if ok {
+        for (i, &b) in digits.iter().enumerate() {
+            match b {
+                b'0'..=b'9' => {
+                    mantissa = mantissa * 10 + u64::from(b - b'0');
+                    count += 1;
+                }
+                b'.' if frac.is_none() => frac = Some(i),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+    }
+    if ok && count > 0 && count <= 15 {
+        let scale = frac.map_or(0, |f| digits.len() - f - 1);
+        let v = mantissa as f64 / POW10[scale];
+        return Some(if neg { -v } else { v });
+    }
     std::str::from_utf8(tok).ok()?.parse::<f64>().ok()
 }
 
@@ -347,6 +382,35 @@ mod tests {
         );
         assert!(parse_qrels(b"1 0 d 1 x\n", p).is_err());
         assert!(parse_qrels(b"1 0 d 1\n1 0 d 0\n", p).is_err());
+    }
+
+    #[test]
+    fn scores_parse_exactly() {
+        for s in [
+            "2.129133",
+            "-0.5",
+            "49.19109429178723",
+            "1e-3",
+            "7",
+            "+3.25",
+            ".5",
+            "5.",
+            "0.1",
+            "123456789012345",
+            "1234567890123456",
+            "-0",
+            "nan",
+        ] {
+            let want: f64 = s.parse().unwrap();
+            let got = parse_score(s.as_bytes()).unwrap();
+            assert!(
+                got == want || (got.is_nan() && want.is_nan()),
+                "{s}: {got} vs {want}"
+            );
+            assert!(got.to_bits() == want.to_bits() || got.is_nan(), "{s}");
+        }
+        assert_eq!(parse_score(b"1.2.3"), None);
+        assert_eq!(parse_score(b"-"), None);
     }
 
     #[test]

@@ -2,9 +2,6 @@
 //! `form_res_rels`): ranking by score, the docno tie rule, `-M`, `-J`, duplicate detection and
 //! the relevance value of every ranked document.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::error::RankingError;
 
 /// Relevance value of a retrieved document that is not in the qrels at all (trec_eval
@@ -69,12 +66,14 @@ impl Default for JudgeOptions {
 }
 
 /// The judgments of one topic, sorted by document identifier, without duplicates.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TopicQrels<D> {
     entries: Vec<(D, i64)>,
     /// Number of judged (non-negative) documents at each level `0..levels.len()`; the last
     /// entry is non-zero.
     levels: Vec<u64>,
+    /// Hash index over `entries`.
+    index: HashIndex,
 }
 
 impl<D: AsRef<[u8]>> TopicQrels<D> {
@@ -103,16 +102,33 @@ impl<D: AsRef<[u8]>> TopicQrels<D> {
         while levels.last() == Some(&0) {
             levels.pop();
         }
-        Ok(Self { entries, levels })
+        let mut index = HashIndex::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            let d = e.0.as_ref();
+            index.find_or_insert(doc_hash(d), i as u32, |_| false);
+        }
+        Ok(Self {
+            entries,
+            levels,
+            index,
+        })
     }
 
     /// Relevance value of `doc`: its judgment, [`REL_UNJUDGED`] for a negative judgment or
     /// [`REL_NONPOOL`] when it is not in the qrels.
     pub fn relevance(&self, doc: &[u8]) -> i64 {
-        match self.entries.binary_search_by(|e| e.0.as_ref().cmp(doc)) {
-            Ok(i) if self.entries[i].1 >= 0 => self.entries[i].1,
-            Ok(_) => REL_UNJUDGED,
-            Err(_) => REL_NONPOOL,
+        self.relevance_hashed(doc, doc_hash(doc))
+    }
+
+    #[inline]
+    fn relevance_hashed(&self, doc: &[u8], h: u64) -> i64 {
+        match self
+            .index
+            .find(h, |i| self.entries[i as usize].0.as_ref() == doc)
+        {
+            Some(i) if self.entries[i as usize].1 >= 0 => self.entries[i as usize].1,
+            Some(_) => REL_UNJUDGED,
+            None => REL_NONPOOL,
         }
     }
 
@@ -205,27 +221,75 @@ pub fn rank<D: AsRef<[u8]>>(retrieved: &mut [Retrieved<D>], compat: Compat) {
     });
 }
 
-/// A fast, non-cryptographic hasher for duplicate detection (FxHash's multiply-rotate).
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+/// FxHash-style multiply-rotate hash of a document identifier (non-cryptographic, fast).
+#[inline]
+fn doc_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h: u64 = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    h
+}
 
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+/// An open-addressing table of `(hash, index + 1)` slots; 0 marks an empty slot.
+#[derive(Debug, Clone)]
+struct HashIndex {
+    slots: Vec<(u64, u32)>,
+    shift: u32,
+}
+
+impl HashIndex {
+    fn with_capacity(n: usize) -> Self {
+        let size = (2 * n).max(8).next_power_of_two();
+        Self {
+            slots: vec![(0, 0); size],
+            shift: 64 - size.trailing_zeros(),
         }
     }
+
+    /// Finds `doc` (with hash `h`), or inserts it as `index` when absent. Returns the index
+    /// already present, if any.
     #[inline]
-    fn finish(&self) -> u64 {
-        self.0
+    fn find_or_insert(&mut self, h: u64, index: u32, key: impl Fn(u32) -> bool) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        loop {
+            let (sh, si) = self.slots[i];
+            if si == 0 {
+                self.slots[i] = (h, index + 1);
+                return None;
+            }
+            if sh == h && key(si - 1) {
+                return Some(si - 1);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    fn find(&self, h: u64, key: impl Fn(u32) -> bool) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        loop {
+            let (sh, si) = self.slots[i];
+            if si == 0 {
+                return None;
+            }
+            if sh == h && key(si - 1) {
+                return Some(si - 1);
+            }
+            i = (i + 1) & mask;
+        }
     }
 }
 
@@ -241,18 +305,20 @@ pub fn judge<D: AsRef<[u8]>, Q: AsRef<[u8]>>(
         .max_docs_per_topic
         .map_or(retrieved.len(), |m| m.min(retrieved.len()));
     let kept = &retrieved[..n];
-    let mut seen: HashSet<&[u8], BuildHasherDefault<FxHasher>> =
-        HashSet::with_capacity_and_hasher(n, Default::default());
-    for r in kept {
-        if !seen.insert(r.doc.as_ref()) {
+    let mut seen = HashIndex::with_capacity(n);
+    let mut rels: Vec<i64> = Vec::with_capacity(n);
+    for (i, r) in kept.iter().enumerate() {
+        let doc = r.doc.as_ref();
+        let h = doc_hash(doc);
+        if seen
+            .find_or_insert(h, i as u32, |j| kept[j as usize].doc.as_ref() == doc)
+            .is_some()
+        {
             return Err(RankingError::DuplicateDocument {
-                doc: String::from_utf8_lossy(r.doc.as_ref()).into_owned(),
+                doc: String::from_utf8_lossy(doc).into_owned(),
             });
         }
-    }
-    let mut rels: Vec<i64> = Vec::with_capacity(n);
-    for r in kept {
-        let rel = qrels.relevance(r.doc.as_ref());
+        let rel = qrels.relevance_hashed(doc, h);
         if !options.judged_docs_only || rel >= 0 {
             rels.push(rel);
         }
