@@ -53,6 +53,9 @@ pub enum StatsError {
     /// A resampling procedure was asked for zero resamples or permutations.
     #[error("the number of resamples must be at least 1")]
     NoResamples,
+    /// The cells of a table of counts add up to more than `u64::MAX`.
+    #[error("the counts add up to more than 2^64 - 1")]
+    CountOverflow,
 }
 
 impl StatsError {

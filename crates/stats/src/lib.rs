@@ -6,8 +6,13 @@
 //!   and [`wilson`] (score interval; what monitoring compares with a target).
 //! - **Means** (scores in `[0, 1]`): [`percentile_bootstrap_mean`], with the sample [`quantile`]
 //!   definition it uses.
-//! - **Paired comparisons** (`oloproof compare`, `oloproof trec --compare`): [`paired_t_test`],
-//!   [`randomization_test`], [`paired_bootstrap_test`], and [`holm`] to adjust several p-values.
+//! - **Paired comparisons** (`oloproof compare`, `oloproof trec --compare`): for pass/fail
+//!   criteria, [`paired_proportion_difference`] (Tango's score interval over [`PairedCounts`]);
+//!   for scores, [`paired_bootstrap_test`] (its interval); and [`paired_t_test`],
+//!   [`randomization_test`], with [`holm`] to adjust several p-values.
+//! - **Decisions** a comparison policy declares: [`non_inferiority`] and [`superiority`] read a
+//!   difference interval as a [`Decision`] — `PASS`, `FAIL` or `INSUFFICIENT_EVIDENCE` with a
+//!   [`reason`] code.
 //! - **Display**: [`Interval::round_outward`] rounds an interval to a grid without ever
 //!   shrinking it.
 //!
@@ -15,7 +20,10 @@
 //! [`StatsError::EmptySample`], which a report shows as "no interval".
 //!
 //! ```
-//! use oloproof_stats::{clopper_pearson, percentile_bootstrap_mean, Interval, StatsError};
+//! use oloproof_stats::{
+//!     clopper_pearson, non_inferiority, paired_proportion_difference, percentile_bootstrap_mean,
+//!     Interval, PairedCounts, StatsError,
+//! };
 //!
 //! // A pass rate: 9 of 13 cases, 95 % exact interval, printed to 0.1 percentage points.
 //! let ci = clopper_pearson(9, 13, 0.95)?.round_outward(0.001);
@@ -26,6 +34,12 @@
 //! let ci = percentile_bootstrap_mean(&ndcg, 10_000, 0x5eed, 0.95)?;
 //! assert!(ci.lo < 0.7275 && 0.7275 < ci.hi);
 //!
+//! // Two runs that agree on all 13 cases: no change, but no evidence of "no change" either.
+//! let agree = PairedCounts { both_pass: 9, candidate_only: 0, baseline_only: 0, both_fail: 4 };
+//! let ci = paired_proportion_difference(agree, 0.95)?;
+//! let points = Interval::new(100.0 * ci.lo, 100.0 * ci.hi);
+//! assert_eq!(non_inferiority(points, 5.0).to_string(), "INSUFFICIENT_EVIDENCE");
+//!
 //! // No cases, no interval.
 //! assert_eq!(clopper_pearson(0, 0, 0.95), Err(StatsError::EmptySample));
 //! # Ok::<(), StatsError>(())
@@ -33,17 +47,21 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+mod decision;
 mod error;
 mod interval;
 mod multiple;
 mod paired;
+mod paired_proportion;
 mod proportion;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
+pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
 pub use error::StatsError;
 pub use interval::Interval;
 pub use multiple::holm;
 pub use paired::{
     paired_bootstrap_test, paired_t_test, randomization_test, PairedBootstrap, TestResult,
 };
+pub use paired_proportion::{paired_proportion_difference, PairedCounts};
 pub use proportion::{clopper_pearson, wilson};

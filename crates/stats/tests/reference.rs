@@ -13,7 +13,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use oloproof_stats::{clopper_pearson, holm, paired_t_test, randomization_test, wilson};
+use oloproof_stats::{
+    clopper_pearson, holm, paired_proportion_difference, paired_t_test, randomization_test, wilson,
+    PairedCounts,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -249,6 +252,77 @@ fn holm_matches_statsmodels_transcription() {
         assert_eq!(ours.len(), theirs.len());
         for (j, (o, t)) in ours.iter().zip(theirs).enumerate() {
             assert_close(*o, number(t), &|| format!("holm input {i} position {j}"));
+        }
+    }
+}
+
+/// Random paired tables `(b, c, n, confidence)`: `n` log-uniform in 1..=5,000; the discordant
+/// counts at the edges (`b = c = 0`, `b = n`, `c = n`, `b + c = n`, one of them 0 or 1) a third of
+/// the time, otherwise `b + c` uniform in 0..=n, split uniformly or nearly evenly.
+fn paired_table_inputs(seed: u64, count: usize) -> Vec<(u64, u64, u64, f64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let levels = [0.8, 0.9, 0.95, 0.99, 0.999];
+    (0..count)
+        .map(|_| {
+            let n = (5_000f64.powf(rng.random::<f64>())).floor().max(1.0) as u64;
+            let (b, c) = match rng.random_range(0..15) {
+                0 => (0, 0),
+                1 => (n, 0),
+                2 => (0, n),
+                3 => {
+                    let b = rng.random_range(0..=n);
+                    (b, n - b)
+                }
+                4 => (rng.random_range(0..=n), 0),
+                5 => (0, rng.random_range(0..=n)),
+                6 => (1.min(n), rng.random_range(0..=n - 1.min(n))),
+                _ => {
+                    let discordant = rng.random_range(0..=n);
+                    let b = if rng.random_bool(0.3) {
+                        discordant / 2
+                    } else {
+                        rng.random_range(0..=discordant)
+                    };
+                    (b, discordant - b)
+                }
+            };
+            let confidence = if rng.random_bool(0.5) {
+                levels[rng.random_range(0..levels.len())]
+            } else {
+                rng.random_range(0.5..0.9999)
+            };
+            (b, c, n, confidence)
+        })
+        .collect()
+}
+
+/// Tango's score interval against a transcription solved with brentq (the constrained MLE found
+/// numerically): 1e-9 relative plus 1e-12 absolute, brentq's attainable accuracy for a bound
+/// near 0 where the score is evaluated with rounding in the constrained MLE.
+#[test]
+fn paired_proportion_difference_matches_tango_transcription() {
+    let inputs = paired_table_inputs(6, 1500);
+    let Some(answers) = reference("tango", &json!(inputs)) else {
+        return;
+    };
+    assert_eq!(answers.len(), inputs.len());
+    for (&(b, c, n, confidence), answer) in inputs.iter().zip(&answers) {
+        let pairs = PairedCounts {
+            both_pass: (n - b - c) / 2,
+            candidate_only: b,
+            baseline_only: c,
+            both_fail: n - b - c - (n - b - c) / 2,
+        };
+        let ci = paired_proportion_difference(pairs, confidence).expect("valid input");
+        for (bound, ours, theirs) in [("lo", ci.lo, &answer[0]), ("hi", ci.hi, &answer[1])] {
+            let theirs = number(theirs);
+            let tolerance = RELATIVE * ours.abs().max(theirs.abs()) + 1e-12;
+            assert!(
+                (ours - theirs).abs() <= tolerance,
+                "tango(b={b}, c={c}, n={n}, {confidence}) {bound}: ours {ours:e}, reference \
+                 {theirs:e}, difference {:e}",
+                (ours - theirs).abs()
+            );
         }
     }
 }
