@@ -171,10 +171,19 @@ fn resolve(args: &TrecArgs) -> Result<TrecSettings, TrecError> {
 pub fn run_trec(args: &TrecArgs, out: &mut dyn Write) -> Result<(), TrecError> {
     let settings = resolve(args)?;
     let qbytes = read_all(&args.qrels)?;
-    let qrels = parse_qrels(qbytes.as_slice(), &args.qrels)?;
     let mut results: Vec<RunResult> = Vec::new();
+    // The qrels are parsed while the first run is read.
+    let (qrels, first) = rayon::join(
+        || parse_qrels(qbytes.as_slice(), &args.qrels),
+        || read_run(&args.runs[0]),
+    );
+    let qrels = qrels?;
+    let mut first = Some(first?);
     for path in &args.runs {
-        let run = read_run(path)?;
+        let run = match first.take() {
+            Some(run) => run,
+            None => read_run(path)?,
+        };
         let res = evaluate_run(&qrels, run, &settings.set, &settings.options)?;
         if args.compare {
             results.push(res);
