@@ -3,7 +3,8 @@
 //! Each worker thread owns one system connection (started lazily, so a fully cached case never
 //! starts a process) and one read-only store connection for cache lookups; the calling thread
 //! is the only writer and commits each finished case (trace, verdicts, cache entries) in one
-//! transaction. A killed run therefore keeps every finished case, and `resume_run` claims the
+//! transaction (cases finishing within 20 ms share one: group commit). A killed run therefore
+//! keeps every case finished before its last commit, and `resume_run` claims the
 //! rest under a new attempt.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,11 @@ use crate::execute::{
 use crate::settings::{timeout, worker_count, worker_options, RunSettings, SystemSettings};
 use crate::summary::{summarize, CacheCounts, CaseOutcome, RunSummary, SummaryInputs};
 use crate::EngineError;
+
+/// Longest a finished case waits for others to share its commit.
+pub const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(20);
+/// Most cases in one commit.
+pub const GROUP_COMMIT_MAX: usize = 512;
 
 /// Receives progress as cases finish (the CLI's progress bar; tests).
 pub trait RunObserver {
@@ -424,46 +430,67 @@ fn execute_pending(
                 });
             }
             drop(done_tx);
-            for f in done_rx.iter() {
+            // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other share one
+            // transaction. Each case stays all-or-nothing; a kill loses at most that window.
+            while let Ok(first) = done_rx.recv() {
+                let mut batch = vec![first];
+                let window_end = std::time::Instant::now() + GROUP_COMMIT_WINDOW;
+                while batch.len() < GROUP_COMMIT_MAX {
+                    let wait = window_end.saturating_duration_since(std::time::Instant::now());
+                    match done_rx.recv_timeout(wait) {
+                        Ok(f) => batch.push(f),
+                        Err(_) => break,
+                    }
+                }
                 if write_error.is_some() {
                     continue;
                 }
-                counts.execution.record(f.trace.cache.execution);
-                if let Some(hit) = f.trace.cache.retrieve {
-                    counts.retrieve.record(hit);
-                }
-                if let Some(hit) = f.trace.cache.generate {
-                    counts.generate.record(hit);
-                }
-                counts.judgment.hit += f.judgment.hit;
-                counts.judgment.miss += f.judgment.miss;
-                if f.trace.error.is_some() {
-                    errors += 1;
-                }
-                let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
-                let verdicts: Vec<(String, String)> = f
-                    .verdicts
+                let encoded: Vec<(String, Vec<(String, String)>)> = batch
                     .iter()
-                    .map(|v| {
-                        (
-                            v.criterion.clone(),
-                            serde_json::to_string(v).unwrap_or_default(),
-                        )
+                    .map(|f| {
+                        let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
+                        let verdicts = f
+                            .verdicts
+                            .iter()
+                            .map(|v| {
+                                (
+                                    v.criterion.clone(),
+                                    serde_json::to_string(v).unwrap_or_default(),
+                                )
+                            })
+                            .collect();
+                        (trace_json, verdicts)
                     })
                     .collect();
-                let result = store.complete_case(
-                    run_id,
-                    &CaseResult {
+                let results: Vec<CaseResult<'_>> = batch
+                    .iter()
+                    .zip(&encoded)
+                    .map(|(f, (trace_json, verdicts))| CaseResult {
                         case_id: &f.case_id,
                         attempt: f.attempt,
-                        trace_json: &trace_json,
-                        verdicts: &verdicts,
+                        trace_json,
+                        verdicts,
                         cache: &f.writes,
-                    },
-                );
-                match result {
-                    Ok(_) => observer.case_done(&f.trace, errors),
-                    Err(e) => write_error = Some(e),
+                    })
+                    .collect();
+                if let Err(e) = store.complete_cases(run_id, &results) {
+                    write_error = Some(e);
+                    continue;
+                }
+                for f in &batch {
+                    counts.execution.record(f.trace.cache.execution);
+                    if let Some(hit) = f.trace.cache.retrieve {
+                        counts.retrieve.record(hit);
+                    }
+                    if let Some(hit) = f.trace.cache.generate {
+                        counts.generate.record(hit);
+                    }
+                    counts.judgment.hit += f.judgment.hit;
+                    counts.judgment.miss += f.judgment.miss;
+                    if f.trace.error.is_some() {
+                        errors += 1;
+                    }
+                    observer.case_done(&f.trace, errors);
                 }
             }
         });

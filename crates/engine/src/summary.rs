@@ -207,7 +207,7 @@ pub fn summarize_criterion(
             s.interval_method = Some("clopper_pearson".into());
         }
     } else if let Ok(ci) =
-        oloproof_stats::percentile_bootstrap_mean(&values, resamples, seed, CONFIDENCE)
+        oloproof_stats::percentile_bootstrap_mean_grouped(&values, resamples, seed, CONFIDENCE)
     {
         s.interval = Some([ci.lo, ci.hi]);
         s.interval_method = Some("percentile_bootstrap".into());
@@ -270,46 +270,96 @@ pub struct SummaryInputs<'a> {
     pub cache: CacheCounts,
 }
 
-/// Summarises a run's finished cases.
+/// Summarises a run's finished cases. Criterion summaries of the whole run and of every slice
+/// value are independent (each bootstrap has its own seeded stream), so they are computed on all
+/// cores; the result does not depend on the number of threads.
 pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> RunSummary {
-    let by_criterion = |subset: &[&CaseOutcome<'_>]| -> Vec<CriterionSummary> {
-        inputs
-            .criteria
-            .iter()
-            .map(|(name, kind)| {
-                let verdicts: Vec<&Verdict> = subset
-                    .iter()
-                    .filter_map(|o| {
-                        o.verdicts
-                            .iter()
-                            .find(|v| &v.criterion == name)
-                            .map(|v| &v.verdict)
-                    })
-                    .collect();
-                summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples)
-            })
-            .collect()
-    };
-    let all: Vec<&CaseOutcome<'_>> = outcomes.iter().collect();
-    let mut slices = Vec::new();
+    let mut groups: Vec<(Option<(String, String)>, Vec<&CaseOutcome<'_>>)> =
+        vec![(None, outcomes.iter().collect())];
     for key in inputs.slices {
-        let mut groups: BTreeMap<String, Vec<&CaseOutcome<'_>>> = BTreeMap::new();
+        let mut by_value: BTreeMap<String, Vec<&CaseOutcome<'_>>> = BTreeMap::new();
         for o in outcomes {
-            groups.entry(slice_value(key, o)).or_default().push(o);
+            by_value.entry(slice_value(key, o)).or_default().push(o);
         }
-        let mut values: Vec<(String, Vec<&CaseOutcome<'_>>)> = groups.into_iter().collect();
+        let mut values: Vec<(String, Vec<&CaseOutcome<'_>>)> = by_value.into_iter().collect();
         values.sort_by(|a, b| slice_order(&a.0, &b.0));
         for (value, members) in values {
+            groups.push((Some((key.clone(), value)), members));
+        }
+    }
+    let jobs: Vec<(usize, usize)> = (0..groups.len())
+        .flat_map(|g| (0..inputs.criteria.len()).map(move |c| (g, c)))
+        .collect();
+    let run_job = |&(g, c): &(usize, usize)| -> CriterionSummary {
+        let (name, kind) = &inputs.criteria[c];
+        let verdicts: Vec<&Verdict> = groups[g]
+            .1
+            .iter()
+            .filter_map(|o| {
+                o.verdicts
+                    .iter()
+                    .find(|v| &v.criterion == name)
+                    .map(|v| &v.verdict)
+            })
+            .collect();
+        summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples)
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.len().max(1));
+    let mut results: Vec<Option<CriterionSummary>> = vec![None; jobs.len()];
+    if threads <= 1 {
+        for (slot, job) in results.iter_mut().zip(&jobs) {
+            *slot = Some(run_job(job));
+        }
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let computed: Vec<Vec<(usize, CriterionSummary)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(job) = jobs.get(i) else { break };
+                            mine.push((i, run_job(job)));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        for (i, s) in computed.into_iter().flatten() {
+            results[i] = Some(s);
+        }
+    }
+    let mut per_group: Vec<Vec<CriterionSummary>> = vec![Vec::new(); groups.len()];
+    for ((g, _), s) in jobs.iter().zip(results) {
+        per_group[*g].extend(s);
+    }
+    let mut per_group = per_group.into_iter();
+    let criteria = per_group.next().unwrap_or_default();
+    let slices: Vec<SliceSummary> = groups
+        .iter()
+        .skip(1)
+        .zip(per_group)
+        .filter_map(|((label, members), criteria)| {
+            let (key, value) = label.clone()?;
             let support = members.len() as u64;
-            slices.push(SliceSummary {
-                key: key.clone(),
+            Some(SliceSummary {
+                key,
                 value,
                 support,
                 below_min_support: support < inputs.min_slice_support as u64,
-                criteria: by_criterion(&members),
-            });
-        }
-    }
+                criteria,
+            })
+        })
+        .collect();
     let mut latency = BTreeMap::new();
     for stage in ["retrieve", "count_tokens", "generate"] {
         let values: Vec<f64> = outcomes
@@ -342,7 +392,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         cases: inputs.total_cases,
         done: outcomes.len() as u64,
         errors: outcomes.iter().filter(|o| o.trace.error.is_some()).count() as u64,
-        criteria: by_criterion(&all),
+        criteria,
         slices,
         min_slice_support: inputs.min_slice_support as u64,
         cache: inputs.cache,

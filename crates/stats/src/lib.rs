@@ -49,6 +49,7 @@
 mod bootstrap;
 mod decision;
 mod error;
+mod grouped_bootstrap;
 mod interval;
 mod multiple;
 mod paired;
@@ -58,6 +59,7 @@ mod proportion;
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
 pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
 pub use error::StatsError;
+pub use grouped_bootstrap::{percentile_bootstrap_mean_grouped, MAX_GROUPED_LEVELS};
 pub use interval::Interval;
 pub use multiple::holm;
 pub use paired::{

@@ -212,6 +212,7 @@ impl SqliteStore {
             .execute_batch(
                 "PRAGMA journal_mode=WAL;
                  PRAGMA synchronous=NORMAL;
+                 PRAGMA mmap_size=268435456;
                  CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
                  CREATE TABLE IF NOT EXISTS runs(
                    id TEXT PRIMARY KEY,
@@ -331,42 +332,65 @@ impl SqliteStore {
     /// Writes one finished case (trace, verdicts, cache entries) in one transaction. Returns
     /// `false`, writing nothing, when `attempt` is no longer the case's current attempt.
     pub fn complete_case(&mut self, run_id: &str, result: &CaseResult<'_>) -> Result<bool> {
+        Ok(self.complete_cases(run_id, std::slice::from_ref(result))?[0])
+    }
+
+    /// Writes several finished cases in one transaction (group commit: each case's rows are
+    /// all-or-nothing, and the group is durable together). Returns, per case, whether it was
+    /// written (`false` for a stale attempt, whose rows are skipped).
+    pub fn complete_cases(
+        &mut self,
+        run_id: &str,
+        results: &[CaseResult<'_>],
+    ) -> Result<Vec<bool>> {
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(e)?;
-        let updated = tx
-            .execute(
-                "UPDATE run_cases SET state = 'done', trace_json = ?4, lease_until = NULL
-                 WHERE run_id = ?1 AND case_id = ?2 AND attempt = ?3 AND state = 'pending'",
-                params![run_id, result.case_id, result.attempt, result.trace_json],
-            )
-            .map_err(e)?;
-        if updated == 0 {
-            return Ok(false);
-        }
+        let mut written = Vec::with_capacity(results.len());
         {
-            let mut stmt = tx
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE run_cases SET state = 'done', trace_json = ?4, lease_until = NULL
+                     WHERE run_id = ?1 AND case_id = ?2 AND attempt = ?3 AND state = 'pending'",
+                )
+                .map_err(e)?;
+            let mut verdict = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO verdicts(run_id, case_id, criterion, verdict_json) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(e)?;
-            for (criterion, json) in result.verdicts {
-                stmt.execute(params![run_id, result.case_id, criterion, json])
-                    .map_err(e)?;
-            }
-            let mut stmt = tx
+            let mut cache = tx
                 .prepare_cached("INSERT OR IGNORE INTO cache(layer, key, value, created_ms) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(e)?;
             let now = now_ms();
-            for (layer, key, value) in result.cache {
-                stmt.execute(params![layer, key, value, now]).map_err(e)?;
+            for result in results {
+                let updated = update
+                    .execute(params![
+                        run_id,
+                        result.case_id,
+                        result.attempt,
+                        result.trace_json
+                    ])
+                    .map_err(e)?;
+                written.push(updated > 0);
+                if updated == 0 {
+                    continue;
+                }
+                for (criterion, json) in result.verdicts {
+                    verdict
+                        .execute(params![run_id, result.case_id, criterion, json])
+                        .map_err(e)?;
+                }
+                for (layer, key, value) in result.cache {
+                    cache.execute(params![layer, key, value, now]).map_err(e)?;
+                }
             }
         }
         tx.commit().map_err(e)?;
-        Ok(true)
+        Ok(written)
     }
 
     /// A cache entry, if present.

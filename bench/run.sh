@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Run-spine benchmark (issue 2): harness overhead and parallel efficiency of `oloproof run`.
+#
+#   bench/run.sh [N_OVERHEAD=10000] [N_PARALLEL=2000]
+#
+# 1. Overhead: N_OVERHEAD cases against bench/systems/instant (stages return at once),
+#    workers: 2, the five evaluators of the example. Times a fresh run (--no-cache) and a fully
+#    cached re-run, and, side by side, the same system driven in-process by a plain Python loop
+#    (retrieve + count_tokens + generate, no harness): the floor any harness pays for.
+# 2. Parallel efficiency: N_PARALLEL cases against bench/systems/sleepy (retrieve and generate
+#    each sleep 10 ms), workers: 8; compares wall time with the ideal N × 20 ms / 8.
+# Prints absolute times and ratios. Not part of the test suite.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n_over="${1:-10000}"
+n_par="${2:-2000}"
+cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
+bin="$root/target/release/oloproof"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+secs() { python3 -c "import sys; print(f'{float(sys.argv[1]):.2f}')" "$1"; }
+timed() { # prints wall seconds of "$@"
+  local t0 t1
+  t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
+  python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1"
+}
+
+cp -r "$root/bench/systems/instant" "$work/instant"
+python3 "$root/bench/gen_cases.py" "$n_over" "$work/instant/cases.jsonl"
+fresh=$(timed "$bin" run "$work/instant" --no-cache --max-error-rate 1)
+cached=$(timed "$bin" run "$work/instant" --max-error-rate 1)
+loop=$(cd "$work/instant" && PYTHONPATH="$root/python:$work/instant" timed python3 - <<PY
+import json
+from app import Instant
+from oloproof import Passage
+system = Instant()
+for line in open("cases.jsonl"):
+    case = json.loads(line)
+    r = system.retrieve(case["input"], 6)
+    top = list(r.candidates)[:2]
+    counts = [system.count_tokens(p) for p in top]
+    system.generate(case["input"], tuple(top))
+PY
+)
+per_case_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$fresh" "$n_over")
+cached_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$cached" "$n_over")
+
+cp -r "$root/bench/systems/sleepy" "$work/sleepy"
+python3 "$root/bench/gen_cases.py" "$n_par" "$work/sleepy/cases.jsonl"
+par=$(timed "$bin" run "$work/sleepy" --no-cache --max-error-rate 1)
+ideal=$(python3 -c "import sys; print(int(sys.argv[1]) * 0.020 / 8)" "$n_par")
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "overhead ($n_over cases, workers 2, 5 evaluators)"
+echo "  oloproof run, fresh       $(secs "$fresh") s   ($per_case_us µs per case; target ≤ 5 s)"
+echo "  oloproof run, all cached  $(secs "$cached") s   ($cached_us µs per case; target ≤ 2 s)"
+echo "  python loop, no harness   $(secs "$loop") s   (the system's own cost in one process)"
+python3 -c "import sys; print(f'  ratio fresh / python loop: {float(sys.argv[1]) / float(sys.argv[2]):.2f}x')" "$fresh" "$loop"
+echo "parallel efficiency ($n_par cases, 2 x 10 ms stages, workers 8)"
+echo "  oloproof run              $(secs "$par") s"
+echo "  ideal ($n_par x 20 ms / 8)   $(secs "$ideal") s"
+python3 -c "import sys; print(f'  ratio to ideal: {float(sys.argv[1]) / float(sys.argv[2]):.3f}x (target ≤ 1.15x)')" "$par" "$ideal"
