@@ -270,12 +270,14 @@ pub struct SummaryInputs<'a> {
     pub cache: CacheCounts,
 }
 
+/// A set of cases summarised together: the whole run (`None`) or one slice value.
+type Group<'o, 'c> = (Option<(String, String)>, Vec<&'o CaseOutcome<'c>>);
+
 /// Summarises a run's finished cases. Criterion summaries of the whole run and of every slice
 /// value are independent (each bootstrap has its own seeded stream), so they are computed on all
 /// cores; the result does not depend on the number of threads.
 pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> RunSummary {
-    let mut groups: Vec<(Option<(String, String)>, Vec<&CaseOutcome<'_>>)> =
-        vec![(None, outcomes.iter().collect())];
+    let mut groups: Vec<Group<'_, '_>> = vec![(None, outcomes.iter().collect())];
     for key in inputs.slices {
         let mut by_value: BTreeMap<String, Vec<&CaseOutcome<'_>>> = BTreeMap::new();
         for o in outcomes {
