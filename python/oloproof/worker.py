@@ -156,6 +156,12 @@ class Worker:
             return self.op_hello(req)
         if op == "shutdown":
             return None
+        if op == "rerank":
+            if self.startup_error is not None:
+                raise _StartupFailure(self.startup_error)
+            if not self.ready:
+                raise WorkerError("ProtocolError", "the first request must be 'hello'")
+            return self.op_rerank(req)
         if op not in OPS:
             raise WorkerError("UnknownOp", "unknown op %r" % op)
         if self.startup_error is not None:
@@ -237,6 +243,34 @@ class Worker:
                 _passage_to_wire(p, "retrieve() candidate %d" % (i + 1))
                 for i, p in enumerate(candidates)
             ],
+        }
+
+    def op_rerank(self, req):
+        """Pass recorded candidates through a user reranker ``module:function``, called as
+        ``function(input, candidates)`` and returning Passages (a Retrieval is accepted)."""
+        target = _require(req, "function", str, "a string")
+        input_ = _require(req, "input", dict, "an object")
+        wire = _require(req, "candidates", list, "an array")
+        module_name, _, attr = target.partition(":")
+        if not module_name or not attr:
+            raise WorkerError("ProtocolError", "reranker %r is not 'module:function'" % target)
+        function = getattr(importlib.import_module(module_name), attr, None)
+        if not callable(function):
+            raise WorkerError("AttributeError", "%s has no callable %r" % (module_name, attr))
+        candidates = tuple(
+            _passage_from_wire(obj, "candidates[%d]" % i) for i, obj in enumerate(wire)
+        )
+        result = function(input_, candidates)
+        if isinstance(result, Retrieval):
+            result = result.candidates
+        if result is None or not isinstance(result, (list, tuple)):
+            raise WorkerError(
+                "TypeError", "the reranker must return a list of Passage, got %s" % type(result).__name__
+            )
+        return {
+            "candidates": [
+                _passage_to_wire(p, "reranker candidate %d" % (i + 1)) for i, p in enumerate(result)
+            ]
         }
 
     def op_count_tokens(self, req):

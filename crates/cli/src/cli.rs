@@ -27,6 +27,10 @@ pub(crate) enum Command {
     Runs(StoreArgs),
     /// Print a run's summary, or one case's full trace with --case.
     Show(ShowArgs),
+    /// Re-execute a run's failed cases under an intervention to find which stage failed.
+    Diagnose(DiagnoseArgs),
+    /// List the cases behind a diagnosis, a comparison or a run.
+    Inspect(InspectArgs),
     /// trec_eval-compatible ranking evaluation of run files against qrels.
     Trec(TrecArgs),
     /// Fuse several run files into one (RRF, CombSUM, …).
@@ -91,4 +95,57 @@ pub(crate) struct ShowArgs {
     /// JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// The interventions of `diagnose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum InterventionArg {
+    /// The gold passages replace the assembled context.
+    GoldContext,
+    /// Replay the recorded retrieval with `--top-k N`.
+    TopK,
+    /// Replay the recorded retrieval with `--token-budget N`.
+    TokenBudget,
+    /// Replay the recorded candidates through `--reranker module:function`.
+    Reranker,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiagnoseArgs {
+    /// The run to diagnose (`run_…`).
+    pub(crate) run_id: String,
+    /// The intervention.
+    #[arg(long, value_enum)]
+    pub(crate) intervention: InterventionArg,
+    /// The pass/fail criterion whose failures are diagnosed.
+    #[arg(long)]
+    pub(crate) criterion: String,
+    /// New cut-off for `--intervention top-k`.
+    #[arg(long, value_name = "N")]
+    pub(crate) top_k: Option<usize>,
+    /// New budget for `--intervention token-budget`.
+    #[arg(long, value_name = "N")]
+    pub(crate) token_budget: Option<usize>,
+    /// `module:function` for `--intervention reranker` (imported beside oloproof.yaml).
+    #[arg(long, value_name = "MODULE:FUNCTION")]
+    pub(crate) reranker: Option<String>,
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// A diagnosis or comparison id (`sha256:…`) or a run id (`run_…`).
+    pub(crate) id: String,
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
 }

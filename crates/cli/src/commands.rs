@@ -12,7 +12,10 @@ use oloproof_engine::summary::{CacheCounts, RunSummary};
 use oloproof_engine::EngineError;
 use oloproof_store::{SqliteStore, StoreError};
 
-use crate::cli::{Cli, Command, ConfigLocation, RunArgs, ShowArgs, StoreArgs};
+use crate::cli::{
+    Cli, Command, ConfigLocation, DiagnoseArgs, InspectArgs, InterventionArg, RunArgs, ShowArgs,
+    StoreArgs,
+};
 use crate::exit_codes;
 use crate::progress::Progress;
 
@@ -43,7 +46,8 @@ impl CliError {
             CliError::Engine(e) => match e {
                 EngineError::Config(_)
                 | EngineError::Cases(_)
-                | EngineError::NotResumable { .. } => exit_codes::USAGE,
+                | EngineError::NotResumable { .. }
+                | EngineError::Usage(_) => exit_codes::USAGE,
                 EngineError::Store(StoreError::UnknownRun(_)) => exit_codes::USAGE,
                 _ => exit_codes::INCOMPLETE,
             },
@@ -67,6 +71,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Run(args) => run(args),
         Command::Runs(args) => runs(args),
         Command::Show(args) => show(args),
+        Command::Diagnose(args) => diagnose(args),
+        Command::Inspect(args) => inspect(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;
@@ -171,7 +177,10 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     Ok(exit_codes::SUCCESS)
 }
 
-fn open_store(location: &ConfigLocation, dir: Option<&Path>) -> Result<SqliteStore, CliError> {
+pub(crate) fn open_store(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<SqliteStore, CliError> {
     let config = load(location, dir, &[])?;
     let path = config.store_path();
     if !path.exists() {
@@ -194,6 +203,7 @@ fn runs(args: StoreArgs) -> Result<u8, CliError> {
                 serde_json::json!({
                     "id": r.id, "created_ms": r.created_ms, "status": r.status,
                     "cases": r.case_count, "done": r.done_count, "identity": r.identity,
+                    "parent": r.parent,
                 })
             })
             .collect();
@@ -302,4 +312,123 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
         )?;
     }
     Ok(exit_codes::SUCCESS)
+}
+
+fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
+    use oloproof_engine::diagnose::InterventionKind;
+    let need = |value: Option<usize>, flag: &str| {
+        value.filter(|v| *v > 0).ok_or_else(|| {
+            CliError::Usage(format!(
+                "--intervention {} needs {flag} N (a positive integer)",
+                flag.trim_start_matches("--")
+            ))
+        })
+    };
+    let kind = match args.intervention {
+        InterventionArg::GoldContext => InterventionKind::GoldContext,
+        InterventionArg::TopK => InterventionKind::TopK {
+            top_k: need(args.top_k, "--top-k")?,
+        },
+        InterventionArg::TokenBudget => InterventionKind::TokenBudget {
+            token_budget: need(args.token_budget, "--token-budget")?,
+        },
+        InterventionArg::Reranker => {
+            let reranker = args
+                .reranker
+                .clone()
+                .filter(|r| {
+                    r.split_once(':')
+                        .is_some_and(|(m, f)| !m.is_empty() && !f.is_empty())
+                })
+                .ok_or_else(|| {
+                    CliError::Usage(
+                        "--intervention reranker needs --reranker module:function".into(),
+                    )
+                })?;
+            InterventionKind::Reranker { reranker }
+        }
+    };
+    let config = load(&args.location, args.dir.as_deref(), &[])?;
+    let store_path = config.store_path();
+    if !store_path.exists() {
+        return Err(CliError::Usage(format!(
+            "no run store at {} yet; start a run with `oloproof run`",
+            store_path.display()
+        )));
+    }
+    let mut progress = Progress::for_terminal();
+    let result = oloproof_engine::diagnose::diagnose(
+        &store_path,
+        &args.run_id,
+        &args.criterion,
+        kind,
+        &mut progress,
+    );
+    progress.finish();
+    let d = result?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&oloproof_engine::diagnose::to_json(&d))
+                .unwrap_or_default()
+        )?;
+    } else {
+        write!(out, "{}", oloproof_report::diagnose::diagnosis_report(&d))?;
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+fn inspect(args: InspectArgs) -> Result<u8, CliError> {
+    let store = open_store(&args.location, args.dir.as_deref())?;
+    let mut out = std::io::stdout().lock();
+    if args.id.starts_with("sha256:") {
+        if let Some(d) = oloproof_engine::diagnose::load_diagnosis(&store, &args.id)? {
+            write!(out, "{}", oloproof_report::diagnose::diagnosis_cases(&d))?;
+            return Ok(exit_codes::SUCCESS);
+        }
+        if let Some(text) = inspect_comparison(&store, &args.id)? {
+            write!(out, "{text}")?;
+            return Ok(exit_codes::SUCCESS);
+        }
+        return Err(CliError::Usage(format!(
+            "no diagnosis or comparison `{}` in this store",
+            args.id
+        )));
+    }
+    let run = oloproof_engine::run::load_run(&store, &args.id)?;
+    for (case, trace, verdicts) in &run.cases {
+        let mut parts = Vec::new();
+        for (criterion, _) in &run.criteria {
+            let text = match verdicts
+                .iter()
+                .find(|v| &v.criterion == criterion)
+                .map(|v| &v.verdict)
+            {
+                Some(oloproof_core::verdict::Verdict::Pass) => "pass".to_string(),
+                Some(oloproof_core::verdict::Verdict::Fail) => "fail".to_string(),
+                Some(oloproof_core::verdict::Verdict::Score { value }) => format!("{value:.3}"),
+                Some(oloproof_core::verdict::Verdict::Missing { .. }) => "missing".to_string(),
+                Some(oloproof_core::verdict::Verdict::Excluded { reason }) => {
+                    format!("excluded ({reason})")
+                }
+                None => "pending".to_string(),
+            };
+            parts.push(format!("{criterion} {text}"));
+        }
+        let error = trace
+            .as_ref()
+            .and_then(|t| t.error.as_ref())
+            .map(|e| format!(" · error: {}", e.summary()))
+            .unwrap_or_default();
+        writeln!(out, "{}: {}{error}", case.id, parts.join(", "))?;
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+fn inspect_comparison(store: &SqliteStore, id: &str) -> Result<Option<String>, CliError> {
+    Ok(store
+        .comparison(id)?
+        .map(|c| format!("{}\n", c.content_json)))
 }

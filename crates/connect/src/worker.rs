@@ -479,6 +479,29 @@ impl SystemConnection for WorkerConnection {
         }
     }
 
+    fn rerank(
+        &mut self,
+        function: &str,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<Vec<Passage>, StageError> {
+        let reply = self.request(
+            "rerank",
+            json!({"function": function, "input": input, "candidates": candidates}),
+        )?;
+        let parsed = reply
+            .get("candidates")
+            .cloned()
+            .and_then(|c| serde_json::from_value::<Vec<Passage>>(c).ok());
+        parsed.ok_or_else(|| {
+            stage_error(
+                "rerank",
+                ErrorKind::Protocol,
+                format!("bad rerank reply: {}", truncate(&reply.to_string(), 300)),
+            )
+        })
+    }
+
     fn take_stderr(&mut self) -> Vec<String> {
         let mut lines = std::mem::take(&mut self.orphan_stderr);
         if let Some(p) = &self.process {

@@ -13,8 +13,9 @@ use crate::passage::Passage;
 /// A passage handed to `generate`, with its position in the retrieval.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ContextPassage {
-    /// 1-based position in the system's candidate order.
-    pub position: usize,
+    /// 1-based position in the system's candidate order; `None` for a passage that was not
+    /// retrieved (a gold passage substituted by `diagnose`).
+    pub position: Option<usize>,
     /// Token count from the system, when a budget applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<usize>,
@@ -69,6 +70,30 @@ pub fn within_top_k(candidates: &[Passage], top_k: usize) -> &[Passage] {
     &candidates[..candidates.len().min(top_k)]
 }
 
+/// The context made of gold passages only (the `gold-context` intervention): no position, no
+/// token budget.
+pub fn gold(passages: &[crate::case::GoldPassage]) -> Context {
+    Context {
+        passages: passages
+            .iter()
+            .map(|g| ContextPassage {
+                position: None,
+                tokens: None,
+                passage: Passage {
+                    doc_id: g.doc_id.clone(),
+                    chunk_id: g.chunk_id.clone(),
+                    score: None,
+                    text: Some(g.text.clone()),
+                    metadata: None,
+                },
+            })
+            .collect(),
+        dropped: Vec::new(),
+        truncated: false,
+        tokens_used: None,
+    }
+}
+
 /// Assembles the context from `candidates`.
 ///
 /// `budget` is `Some((token_budget, token_counts))` where `token_counts[i]` counts
@@ -114,7 +139,7 @@ pub fn assemble(
                     *left -= t;
                 }
                 passages.push(ContextPassage {
-                    position,
+                    position: Some(position),
                     tokens,
                     passage: p.clone(),
                 });
@@ -150,7 +175,7 @@ mod tests {
         let ids: Vec<_> = c
             .passages
             .iter()
-            .map(|x| (x.passage.doc_id.as_str(), x.position))
+            .map(|x| (x.passage.doc_id.as_str(), x.position.unwrap_or(0)))
             .collect();
         assert_eq!(ids, [("a", 1), ("b", 2)]);
         assert_eq!(c.dropped[0].reason, DropReason::BelowTopK);
@@ -165,7 +190,7 @@ mod tests {
             3,
             Some((40, &[30, 20, 10])),
         );
-        let kept: Vec<_> = c.passages.iter().map(|x| x.position).collect();
+        let kept: Vec<_> = c.passages.iter().filter_map(|x| x.position).collect();
         assert_eq!(kept, [1, 3]);
         assert_eq!(c.dropped[0].position, 2);
         assert_eq!(c.dropped[0].reason, DropReason::TokenBudget);
@@ -181,7 +206,7 @@ mod tests {
         assert_eq!(c.passages.len(), 1);
         assert!(c.truncated);
         let c = assemble(&[p("a"), p("b")], 2, Some((10, &[11, 10])));
-        assert_eq!(c.passages[0].position, 2);
+        assert_eq!(c.passages[0].position, Some(2));
         let c = assemble(&[], 2, Some((10, &[])));
         assert!(c.passages.is_empty() && !c.truncated);
     }

@@ -45,6 +45,14 @@ pub trait SystemConnection: Send {
         input: &Map<String, Value>,
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError>;
+    /// Passes `candidates` through the user's reranker `module:function` (the `reranker`
+    /// intervention of `diagnose`), returning the candidates in the reranker's order.
+    fn rerank(
+        &mut self,
+        function: &str,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<Vec<Passage>, StageError>;
     /// Stderr lines the worker wrote since the last call of this method.
     fn take_stderr(&mut self) -> Vec<String>;
 }

@@ -114,6 +114,10 @@ pub struct Trace {
     /// The worker's stderr lines while it ran this case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+    /// The intervention this execution ran under (`gold_context`, `top_k=4`, …), for child
+    /// runs of a diagnosis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervention: Option<String>,
 }
 
 impl Trace {
@@ -129,6 +133,7 @@ impl Trace {
             latency_ms: StageLatency::default(),
             cache: CacheUse::default(),
             stderr: Vec::new(),
+            intervention: None,
         }
     }
 

@@ -36,6 +36,9 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// The request does not make sense for this run (unknown criterion, …).
+    #[error("{0}")]
+    Usage(String),
     /// A run cannot be resumed.
     #[error("run {run_id} cannot be resumed: {reason}")]
     NotResumable {

@@ -276,6 +276,9 @@ impl Evaluator for Ranking {
             return excluded(&self.criterion, "no_relevance_labels");
         }
         let Some(retrieval) = &trace.retrieval else {
+            if trace.error.is_none() && trace.intervention.is_some() {
+                return excluded(&self.criterion, "no_retrieval_under_intervention");
+            }
             return missing(&self.criterion, trace, "the retrieval");
         };
         let judged = match judge_ranking(case, retrieval, self.rank.relevance_unit) {

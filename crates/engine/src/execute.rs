@@ -19,7 +19,8 @@ use oloproof_core::trace::{StageError, Trace};
 use oloproof_store::SqliteStore;
 use serde_json::{json, Value};
 
-use crate::settings::SystemSettings;
+use crate::settings::{Intervention, SystemSettings};
+use oloproof_core::passage::Retrieval;
 
 /// Cache layer names.
 pub mod layer {
@@ -84,15 +85,31 @@ pub trait ConnectionSource {
     fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError>;
 }
 
+/// How one case is executed: normally, or under a diagnosis intervention.
+#[derive(Default, Clone, Copy)]
+pub struct CaseMode<'a> {
+    /// The intervention, for child runs (their executions are never served from or written to
+    /// the execution cache).
+    pub intervention: Option<&'a Intervention>,
+    /// The retrieval to replay instead of calling `retrieve`.
+    pub recorded: Option<&'a Retrieval>,
+}
+
 /// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
 pub fn execute_case(
     system: &SystemSettings,
     case: &Case,
     source: &mut dyn ConnectionSource,
     cache: &CacheReader<'_>,
+    mode: CaseMode<'_>,
 ) -> (Trace, Vec<CacheWrite>) {
     let exec_key = execution_key(system, case);
-    if let Some(stored) = cache.get(layer::EXECUTION, &exec_key) {
+    let cached = if mode.intervention.is_none() {
+        cache.get(layer::EXECUTION, &exec_key)
+    } else {
+        None
+    };
+    if let Some(stored) = cached {
         if let Ok(mut trace) = serde_json::from_str::<Trace>(&stored) {
             trace.case_id = case.id.clone();
             trace.cache = oloproof_core::trace::CacheUse {
@@ -106,12 +123,14 @@ pub fn execute_case(
         }
     }
     let mut trace = Trace::new(&case.id);
+    trace.intervention = mode.intervention.map(|i| i.label.clone());
     let mut writes = Vec::new();
-    let result = run_stages(system, case, source, cache, &mut trace, &mut writes);
+    let result = run_stages(system, case, source, cache, mode, &mut trace, &mut writes);
     if let Ok(conn) = source.connection() {
         trace.stderr = conn.take_stderr();
     }
     match result {
+        Ok(()) if mode.intervention.is_some() => {}
         Ok(()) => {
             let stored = Trace {
                 stderr: Vec::new(),
@@ -131,58 +150,77 @@ fn run_stages(
     case: &Case,
     source: &mut dyn ConnectionSource,
     cache: &CacheReader<'_>,
+    mode: CaseMode<'_>,
     trace: &mut Trace,
     writes: &mut Vec<CacheWrite>,
 ) -> Result<(), StageError> {
-    let r_key = retrieval_key(system, case);
-    let cached = cache
-        .get(layer::RETRIEVE, &r_key)
-        .and_then(|s| serde_json::from_str::<oloproof_core::passage::Retrieval>(&s).ok());
-    let retrieval = match cached {
-        Some(r) => {
-            trace.cache.retrieve = Some(true);
-            r
-        }
-        None => {
-            trace.cache.retrieve = Some(false);
+    let intervention = mode.intervention;
+    let gold = intervention.is_some_and(|i| i.gold_context);
+    let context = if gold {
+        let Some(passages) = case
+            .expected
+            .gold_context
+            .as_ref()
+            .filter(|g| !g.is_empty())
+        else {
+            return Err(StageError {
+                stage: "context".into(),
+                kind: oloproof_core::trace::ErrorKind::Raised,
+                error_type: Some("NoGoldContext".into()),
+                message: "the case has no expected.gold_context".into(),
+                traceback: None,
+                stderr_tail: Vec::new(),
+            });
+        };
+        oloproof_core::context::gold(passages)
+    } else {
+        let mut retrieval = match mode.recorded {
+            Some(recorded) => recorded.clone(),
+            None => retrieve(system, case, source, cache, trace, writes)?,
+        };
+        if let Some(function) = intervention.and_then(|i| i.reranker.as_deref()) {
             let started = Instant::now();
-            let r = source.connection()?.retrieve(&case.input, system.depth);
+            let reranked =
+                source
+                    .connection()?
+                    .rerank(function, &case.input, &retrieval.candidates);
             trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
-            let r = r?;
-            if let Ok(json) = serde_json::to_string(&r) {
-                writes.push((layer::RETRIEVE.to_string(), r_key, json));
-            }
-            r
+            retrieval.candidates = reranked?;
         }
-    };
-    trace.retrieval = Some(retrieval);
-    let candidates = &trace
-        .retrieval
-        .as_ref()
-        .map(|r| r.candidates.clone())
-        .unwrap_or_default();
-    let context = match system.token_budget {
-        Some(budget) => {
-            let counted = within_top_k(candidates, system.top_k);
-            let started = Instant::now();
-            let counts = if counted.is_empty() {
-                Ok(Vec::new())
-            } else {
-                source.connection()?.count_tokens(counted)
-            };
-            if !counted.is_empty() {
-                trace.latency_ms.count_tokens = Some(started.elapsed().as_secs_f64() * 1e3);
+        trace.retrieval = Some(retrieval);
+        let candidates = &trace
+            .retrieval
+            .as_ref()
+            .map(|r| r.candidates.clone())
+            .unwrap_or_default();
+        match system.token_budget {
+            Some(budget) => {
+                let counted = within_top_k(candidates, system.top_k);
+                let started = Instant::now();
+                let counts = if counted.is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    source.connection()?.count_tokens(counted)
+                };
+                if !counted.is_empty() {
+                    trace.latency_ms.count_tokens = Some(started.elapsed().as_secs_f64() * 1e3);
+                }
+                assemble(candidates, system.top_k, Some((budget, &counts?)))
             }
-            assemble(candidates, system.top_k, Some((budget, &counts?)))
+            None => assemble(candidates, system.top_k, None),
         }
-        None => assemble(candidates, system.top_k, None),
     };
     let context_json = serde_json::to_value(&context.passages).unwrap_or(Value::Null);
     trace.context = Some(context);
     let g_key = generation_key(system, case, &context_json);
-    let cached = cache
-        .get(layer::GENERATE, &g_key)
-        .and_then(|s| serde_json::from_str(&s).ok());
+    let fresh = intervention.is_some_and(|i| i.fresh_generation);
+    let cached = if fresh {
+        None
+    } else {
+        cache
+            .get(layer::GENERATE, &g_key)
+            .and_then(|s| serde_json::from_str(&s).ok())
+    };
     let generation = match cached {
         Some(g) => {
             trace.cache.generate = Some(true);
@@ -207,6 +245,34 @@ fn run_stages(
     };
     trace.generation = Some(generation);
     Ok(())
+}
+
+/// The retrieval stage, behind its cache.
+fn retrieve(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<Retrieval, StageError> {
+    let r_key = retrieval_key(system, case);
+    if let Some(r) = cache
+        .get(layer::RETRIEVE, &r_key)
+        .and_then(|s| serde_json::from_str::<Retrieval>(&s).ok())
+    {
+        trace.cache.retrieve = Some(true);
+        return Ok(r);
+    }
+    trace.cache.retrieve = Some(false);
+    let started = Instant::now();
+    let r = source.connection()?.retrieve(&case.input, system.depth);
+    trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
+    let r = r?;
+    if let Ok(json) = serde_json::to_string(&r) {
+        writes.push((layer::RETRIEVE.to_string(), r_key, json));
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! that was interrupted.
 #![warn(missing_docs)]
 
+pub mod compare;
+pub mod diagnose;
 pub mod error;
 pub mod evaluate;
 pub mod execute;

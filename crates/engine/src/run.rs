@@ -85,7 +85,7 @@ fn store_dir(store_path: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn shim(store_path: &Path) -> Result<PathBuf, EngineError> {
+pub(crate) fn shim(store_path: &Path) -> Result<PathBuf, EngineError> {
     let root = store_dir(store_path);
     install_python_shim(&root).map_err(|source| EngineError::Shim {
         path: root.display().to_string(),
@@ -122,6 +122,7 @@ pub fn start_run(
         workers: worker_count(&config.options.system.rag),
         timeout_s: timeout(&config.options.system.rag),
         use_cache: !flags.no_cache,
+        intervention: None,
     };
     let run_id = format!("run_{}", ulid::Ulid::new());
     let case_rows: Vec<(String, String)> = cases
@@ -162,6 +163,7 @@ pub fn start_run(
         options,
         Some(first),
         max_error_rate,
+        &std::collections::HashMap::new(),
         observer,
     )
 }
@@ -184,6 +186,12 @@ pub fn resume_run(
     if flags.no_cache {
         settings.use_cache = false;
     }
+    if settings.intervention.is_some() {
+        return Err(EngineError::NotResumable {
+            run_id: run_id.to_string(),
+            reason: "it is a child run of a diagnosis; run the diagnosis again".into(),
+        });
+    }
     let options = worker_options(&settings.options, &settings.config_dir, &shim(store_path)?);
     store.reopen_run(run_id)?;
     let max_error_rate = flags
@@ -197,6 +205,7 @@ pub fn resume_run(
         options,
         None,
         max_error_rate,
+        &std::collections::HashMap::new(),
         observer,
     )
 }
@@ -271,6 +280,82 @@ pub fn summarize_stored(
         },
         &outcomes,
     ))
+}
+
+/// A stored run read back: its record, settings, and every case with its trace and verdicts.
+pub struct LoadedRun {
+    /// The run's row.
+    pub record: oloproof_store::RunRecord,
+    /// The settings it ran with.
+    pub settings: RunSettings,
+    /// Cases in order, with their trace (`None` while pending) and verdicts.
+    pub cases: Vec<(Case, Option<Trace>, Vec<CriterionVerdict>)>,
+    /// `(criterion, kind)` in evaluator order.
+    pub criteria: Vec<(String, crate::evaluate::SummaryKind)>,
+}
+
+impl LoadedRun {
+    /// The verdict of `criterion` on case `case_id`, if recorded.
+    pub fn verdict(&self, case_id: &str, criterion: &str) -> Option<&CriterionVerdict> {
+        self.cases
+            .iter()
+            .find(|(c, _, _)| c.id == case_id)
+            .and_then(|(_, _, vs)| vs.iter().find(|v| v.criterion == criterion))
+    }
+}
+
+/// Reads a stored run back.
+pub fn load_run(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, EngineError> {
+    let record = store.run(run_id)?;
+    let settings: RunSettings =
+        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
+            what: format!("run {run_id}'s settings"),
+            source,
+        })?;
+    let criteria = settings
+        .options
+        .evaluators
+        .iter()
+        .map(|o| {
+            let e = build(o);
+            (e.criterion().to_string(), e.kind())
+        })
+        .collect();
+    let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
+        std::collections::HashMap::new();
+    for v in store.verdicts(run_id)? {
+        let parsed: CriterionVerdict =
+            serde_json::from_str(&v.verdict_json).map_err(|source| EngineError::Corrupt {
+                what: format!("a verdict of {}", v.case_id),
+                source,
+            })?;
+        by_case.entry(v.case_id).or_default().push(parsed);
+    }
+    let mut cases = Vec::new();
+    for row in store.cases(run_id)? {
+        let case: Case =
+            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
+                what: format!("case {}", row.case_id),
+                source,
+            })?;
+        let trace: Option<Trace> = match &row.trace_json {
+            Some(t) => Some(
+                serde_json::from_str(t).map_err(|source| EngineError::Corrupt {
+                    what: format!("the trace of {}", row.case_id),
+                    source,
+                })?,
+            ),
+            None => None,
+        };
+        let verdicts = by_case.remove(&row.case_id).unwrap_or_default();
+        cases.push((case, trace, verdicts));
+    }
+    Ok(LoadedRun {
+        record,
+        settings,
+        cases,
+        criteria,
+    })
 }
 
 /// A connection started on first use and restarted by the connection itself after failures.
@@ -349,7 +434,7 @@ fn judge(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn execute_pending(
+pub(crate) fn execute_pending(
     store: &mut SqliteStore,
     store_path: &Path,
     run_id: &str,
@@ -357,6 +442,7 @@ fn execute_pending(
     options: WorkerOptions,
     first: Option<WorkerConnection>,
     max_error_rate: f64,
+    recorded: &std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
     let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
@@ -403,8 +489,16 @@ fn execute_pending(
                     };
                     let cache = CacheReader::new(reader.as_ref());
                     for (case, attempt) in job_rx.iter() {
-                        let (trace, mut writes) =
-                            execute_case(&settings.system, &case, &mut source, &cache);
+                        let (trace, mut writes) = execute_case(
+                            &settings.system,
+                            &case,
+                            &mut source,
+                            &cache,
+                            crate::execute::CaseMode {
+                                intervention: settings.intervention.as_ref(),
+                                recorded: recorded.get(&case.id),
+                            },
+                        );
                         let mut judgment = crate::summary::HitMiss::default();
                         let verdicts = judge(
                             evaluators,

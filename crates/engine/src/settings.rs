@@ -105,6 +105,25 @@ impl SystemSettings {
     }
 }
 
+/// How a child run of a diagnosis departs from a normal execution.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Intervention {
+    /// Shown in traces and child-run lists: `gold_context`, `control`, `top_k=4`, …
+    pub label: String,
+    /// Replace the assembled context with the case's `expected.gold_context`.
+    #[serde(default)]
+    pub gold_context: bool,
+    /// Replay the retrieval recorded in this run instead of calling `retrieve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_from: Option<String>,
+    /// Pass the candidates through this `module:function` reranker before assembly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<String>,
+    /// Do not read the generation cache (control re-executions).
+    #[serde(default)]
+    pub fresh_generation: bool,
+}
+
 /// Everything a run needs, stored with it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunSettings {
@@ -122,6 +141,9 @@ pub struct RunSettings {
     pub timeout_s: f64,
     /// Whether caches are read.
     pub use_cache: bool,
+    /// For a child run of a diagnosis: the intervention it runs under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervention: Option<Intervention>,
 }
 
 impl RunSettings {
@@ -131,6 +153,7 @@ impl RunSettings {
             "system": self.system.execution_identity(),
             "evaluators": self.options.evaluators,
             "slices": self.options.slices,
+            "intervention": self.intervention,
         }))
     }
 }

@@ -9,6 +9,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod compare;
+pub mod diagnose;
+
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table, TableComponent};
 use oloproof_core::case::Case;
@@ -200,11 +203,18 @@ pub fn runs_table(runs: &[RunRecord]) -> String {
             .and_then(|s| s.criteria.first().cloned())
             .map(|c| format!("{} {}", c.criterion, value_cell(&c)))
             .unwrap_or_else(|| "—".to_string());
+        let intervention = system
+            .pointer("/intervention/label")
+            .and_then(Value::as_str);
+        let status = match (&r.parent, intervention) {
+            (Some(parent), Some(label)) => format!("{} · {label} of {parent}", r.status),
+            _ => r.status.clone(),
+        };
         t.add_row(vec![
             r.id.clone(),
             format_utc(r.created_ms),
             format!("{name} {version}"),
-            r.status.clone(),
+            status,
             format!("{}/{}", r.done_count, r.case_count),
             headline,
         ]);
@@ -295,11 +305,11 @@ pub fn case_report(
         for (i, c) in r.candidates.iter().enumerate() {
             let pos = i + 1;
             let status = match ctx {
-                Some(ctx) if ctx.passages.iter().any(|p| p.position == pos) => {
+                Some(ctx) if ctx.passages.iter().any(|p| p.position == Some(pos)) => {
                     let t = ctx
                         .passages
                         .iter()
-                        .find(|p| p.position == pos)
+                        .find(|p| p.position == Some(pos))
                         .and_then(|p| p.tokens);
                     format!(
                         "in context{}",

@@ -242,6 +242,18 @@ impl SqliteStore {
                    criterion TEXT NOT NULL,
                    verdict_json TEXT NOT NULL,
                    PRIMARY KEY(run_id, case_id, criterion));
+                 CREATE TABLE IF NOT EXISTS diagnoses(
+                   id TEXT PRIMARY KEY,
+                   run_id TEXT NOT NULL,
+                   created_ms INTEGER NOT NULL,
+                   content_json TEXT NOT NULL);
+                 CREATE INDEX IF NOT EXISTS diagnoses_run ON diagnoses(run_id, created_ms);
+                 CREATE TABLE IF NOT EXISTS comparisons(
+                   id TEXT PRIMARY KEY,
+                   candidate TEXT NOT NULL,
+                   baseline TEXT NOT NULL,
+                   created_ms INTEGER NOT NULL,
+                   content_json TEXT NOT NULL);
                  CREATE TABLE IF NOT EXISTS cache(
                    layer TEXT NOT NULL,
                    key TEXT NOT NULL,
@@ -481,6 +493,112 @@ impl SqliteStore {
             })
             .map_err(self.err())?;
         rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+}
+
+/// A stored diagnosis or comparison: its content-addressed id and canonical content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedAnalysis {
+    /// `sha256:<hex>`.
+    pub id: String,
+    /// The run it diagnoses, or the candidate run of a comparison.
+    pub run_id: String,
+    /// The baseline run of a comparison.
+    pub baseline: Option<String>,
+    /// When it was (last) recorded, Unix milliseconds.
+    pub created_ms: i64,
+    /// Its content (JSON).
+    pub content_json: String,
+}
+
+impl SqliteStore {
+    /// Records a diagnosis (re-recording the same id refreshes its time and content).
+    pub fn save_diagnosis(&mut self, id: &str, run_id: &str, content_json: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO diagnoses(id, run_id, created_ms, content_json) VALUES (?1, ?2, ?3, ?4)",
+                params![id, run_id, now_ms(), content_json],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Records a comparison.
+    pub fn save_comparison(
+        &mut self,
+        id: &str,
+        candidate: &str,
+        baseline: &str,
+        content_json: &str,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO comparisons(id, candidate, baseline, created_ms, content_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, candidate, baseline, now_ms(), content_json],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// A diagnosis by id.
+    pub fn diagnosis(&self, id: &str) -> Result<Option<RecordedAnalysis>> {
+        self.conn
+            .query_row(
+                "SELECT id, run_id, created_ms, content_json FROM diagnoses WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RecordedAnalysis {
+                        id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        baseline: None,
+                        created_ms: r.get(2)?,
+                        content_json: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// The diagnoses of a run, newest first.
+    pub fn diagnoses_of(&self, run_id: &str) -> Result<Vec<RecordedAnalysis>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, run_id, created_ms, content_json FROM diagnoses WHERE run_id = ?1 ORDER BY created_ms DESC")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(RecordedAnalysis {
+                    id: r.get(0)?,
+                    run_id: r.get(1)?,
+                    baseline: None,
+                    created_ms: r.get(2)?,
+                    content_json: r.get(3)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+
+    /// A comparison by id.
+    pub fn comparison(&self, id: &str) -> Result<Option<RecordedAnalysis>> {
+        self.conn
+            .query_row(
+                "SELECT id, candidate, baseline, created_ms, content_json FROM comparisons WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RecordedAnalysis {
+                        id: r.get(0)?,
+                        run_id: r.get(1)?,
+                        baseline: Some(r.get(2)?),
+                        created_ms: r.get(3)?,
+                        content_json: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
             .map_err(self.err())
     }
 }

@@ -103,7 +103,27 @@ pub fn redact(text: &str, tmp: &Path) -> String {
         }
     }
     result.push_str(rest);
-    result
+    redact_hashes(&result)
+}
+
+/// Replaces `sha256:<64 hex>` ids.
+pub fn redact_hashes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("sha256:") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 7..];
+        let hex = tail.chars().take_while(|c| c.is_ascii_hexdigit()).count();
+        if hex == 64 {
+            out.push_str("sha256:[HASH]");
+            rest = &tail[64..];
+        } else {
+            out.push_str("sha256:");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The first run id printed in `text`.

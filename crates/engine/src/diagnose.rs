@@ -1,0 +1,782 @@
+//! `oloproof diagnose`: which stage failed, found by re-executing failed cases under
+//! controlled interventions.
+//!
+//! The selection is the run's cases that failed a pass/fail criterion and carry
+//! `expected.gold_context` (the others are listed as not diagnosable). Each intervention runs as
+//! a child run — an ordinary run in the store — beside a control child run that re-executes the
+//! same cases without the intervention and without the generation cache:
+//!
+//! - `gold-context`: the gold passages replace the assembled context;
+//! - `top-k N`, `token-budget N`: the *recorded* retrieval is re-assembled with the new
+//!   parameter (no retrieval call) and generated again;
+//! - `reranker module:function`: the recorded candidates pass through the user's reranker first.
+//!
+//! Labels (gold context), from the parent trace and the two outcomes, in this order:
+//!
+//! | label | reason | when |
+//! | --- | --- | --- |
+//! | `UNSTABLE` | `passes_on_control` | the control re-execution passes: flaky, not diagnosed |
+//! | `NOT_DIAGNOSED` | `intervention_error` | a child execution ended in an error |
+//! | `GENERATION_FAILURE` | `fails_with_gold_context` | still fails with the gold context |
+//! | `RETRIEVAL_MISS` | `relevant_not_retrieved` | recovered; no relevant candidate was retrieved |
+//! | `RANKED_OUT` | `relevant_below_top_k` | recovered; relevant only below `top_k` |
+//! | `CONTEXT_ASSEMBLY_LOSS` | `relevant_dropped_from_context` | recovered; relevant within `top_k` but not in the context |
+//! | `CONTEXT_DISTRACTION` | `relevant_in_context` | recovered; relevant evidence was in the context among other passages |
+//! | `UNLOCATED` | `no_relevance_labels` | recovered; the case has no relevance labels to place the failure |
+//!
+//! A label names an implicated factor, never an established cause. The diagnosis id is the
+//! sha256 of its canonical content (not of its child-run ids), so the same diagnosis twice has
+//! the same id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use oloproof_core::case::Case;
+use oloproof_core::identity::content_hash;
+use oloproof_core::passage::Retrieval;
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::Verdict;
+use oloproof_store::{NewRun, SqliteStore};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::evaluate::{judge_ranking, SummaryKind};
+use crate::run::{execute_pending, load_run, shim, LoadedRun, RunObserver};
+use crate::settings::{worker_options, Intervention, RunSettings};
+use crate::summary::CacheCounts;
+use crate::EngineError;
+
+/// The intervention asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum InterventionKind {
+    /// Gold passages in place of the assembled context.
+    GoldContext,
+    /// Replay the recorded retrieval with another `top_k`.
+    TopK {
+        /// The new cut-off.
+        top_k: usize,
+    },
+    /// Replay the recorded retrieval with another token budget.
+    TokenBudget {
+        /// The new budget.
+        token_budget: usize,
+    },
+    /// Replay the recorded retrieval through a reranker.
+    Reranker {
+        /// `module:function`.
+        reranker: String,
+    },
+}
+
+impl InterventionKind {
+    /// How the guide names it in output: `gold context`, `top-k 4`, `token budget 120`, …
+    pub fn describe(&self) -> String {
+        match self {
+            InterventionKind::GoldContext => "gold context".into(),
+            InterventionKind::TopK { top_k } => format!("top-k {top_k}"),
+            InterventionKind::TokenBudget { token_budget } => {
+                format!("token budget {token_budget}")
+            }
+            InterventionKind::Reranker { reranker } => format!("reranker {reranker}"),
+        }
+    }
+
+    /// The label the replay would confirm, if any.
+    fn confirms(&self) -> Option<&'static str> {
+        match self {
+            InterventionKind::GoldContext => None,
+            InterventionKind::TopK { .. } | InterventionKind::Reranker { .. } => {
+                Some(label::RANKED_OUT)
+            }
+            InterventionKind::TokenBudget { .. } => Some(label::CONTEXT_ASSEMBLY_LOSS),
+        }
+    }
+}
+
+/// Label names.
+pub mod label {
+    /// Passes on the control re-execution.
+    pub const UNSTABLE: &str = "UNSTABLE";
+    /// A child execution failed with an error.
+    pub const NOT_DIAGNOSED: &str = "NOT_DIAGNOSED";
+    /// Still fails with the gold context.
+    pub const GENERATION_FAILURE: &str = "GENERATION_FAILURE";
+    /// No relevant candidate retrieved.
+    pub const RETRIEVAL_MISS: &str = "RETRIEVAL_MISS";
+    /// Relevant only below top_k.
+    pub const RANKED_OUT: &str = "RANKED_OUT";
+    /// Relevant within top_k but left out of the context.
+    pub const CONTEXT_ASSEMBLY_LOSS: &str = "CONTEXT_ASSEMBLY_LOSS";
+    /// Relevant in the context among other passages; recovered alone.
+    pub const CONTEXT_DISTRACTION: &str = "CONTEXT_DISTRACTION";
+    /// Recovered, but no relevance labels place the failure.
+    pub const UNLOCATED: &str = "UNLOCATED";
+    /// Replay diagnosis without a gold-context diagnosis to carry labels from.
+    pub const UNLABELLED: &str = "UNLABELLED";
+}
+
+/// Display order of labels.
+pub const LABEL_ORDER: &[&str] = &[
+    label::RETRIEVAL_MISS,
+    label::RANKED_OUT,
+    label::CONTEXT_ASSEMBLY_LOSS,
+    label::CONTEXT_DISTRACTION,
+    label::UNLOCATED,
+    label::GENERATION_FAILURE,
+    label::UNSTABLE,
+    label::NOT_DIAGNOSED,
+    label::UNLABELLED,
+];
+
+/// One diagnosed case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseDiagnosis {
+    /// Case id.
+    pub case_id: String,
+    /// Stage label.
+    pub label: String,
+    /// Reason code.
+    pub reason: String,
+    /// `intervention_recovery` or `intervention_non_recovery` (of the labelling intervention).
+    pub strength: String,
+    /// Best relevant position in the parent run (document unit); `None` when not retrieved or
+    /// not labelled.
+    pub best_relevant_position: Option<usize>,
+    /// Passed under this diagnosis's intervention (`None`: error).
+    pub recovered: Option<bool>,
+    /// Passed on the control re-execution (`None`: error).
+    pub control_passed: Option<bool>,
+}
+
+/// A child run of a diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildRun {
+    /// What it is: `gold context`, `control`, `top-k 4`, `replay control`, …
+    pub role: String,
+    /// Its run id.
+    pub run_id: String,
+}
+
+/// What identifies a diagnosis (hashed into its id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosisContent {
+    /// The diagnosed run.
+    pub run_id: String,
+    /// The pass/fail criterion.
+    pub criterion: String,
+    /// The intervention.
+    pub intervention: InterventionKind,
+    /// Failed cases with gold context, in run order.
+    pub selected: Vec<String>,
+    /// Failed cases without gold context.
+    pub not_diagnosable: Vec<String>,
+    /// Per selected case.
+    pub cases: Vec<CaseDiagnosis>,
+    /// The gold-context diagnosis whose labels a replay carries.
+    pub labels_from: Option<String>,
+}
+
+/// A finished diagnosis: its id, content, child runs and stage use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// `sha256:<hex>` of the canonical content.
+    pub id: String,
+    /// The content.
+    pub content: DiagnosisContent,
+    /// Child runs (including those of a carried gold-context diagnosis).
+    pub child_runs: Vec<ChildRun>,
+    /// Stage cache use of this diagnosis's intervention run.
+    pub stages: CacheCounts,
+}
+
+impl Diagnosis {
+    /// Cases per label, in display order.
+    pub fn label_counts(&self) -> Vec<(&'static str, usize)> {
+        LABEL_ORDER
+            .iter()
+            .map(|l| {
+                (
+                    *l,
+                    self.content.cases.iter().filter(|c| c.label == *l).count(),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Cases recovered under this diagnosis's intervention.
+    pub fn recovered(&self) -> usize {
+        self.content
+            .cases
+            .iter()
+            .filter(|c| c.recovered == Some(true))
+            .count()
+    }
+
+    /// Cases that passed on the control.
+    pub fn control_passed(&self) -> usize {
+        self.content
+            .cases
+            .iter()
+            .filter(|c| c.control_passed == Some(true))
+            .count()
+    }
+
+    /// Implicated factors: the factor(s) behind the most recovered failures, with that count and
+    /// the number of recovered failures carrying a factor.
+    pub fn implicated(&self) -> Option<(Vec<&'static str>, usize, usize)> {
+        let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut recovered = 0;
+        for c in &self.content.cases {
+            if let Some(f) = factor(&c.label) {
+                *counts.entry(f).or_default() += 1;
+                recovered += 1;
+            }
+        }
+        let top = *counts.values().max()?;
+        let factors = FACTOR_ORDER
+            .iter()
+            .copied()
+            .filter(|f| counts.get(f) == Some(&top))
+            .collect();
+        Some((factors, top, recovered))
+    }
+}
+
+const FACTOR_ORDER: &[&str] = &["context budget", "ranking", "retrieval", "context noise"];
+
+/// The factor a recovered label implicates.
+fn factor(label: &str) -> Option<&'static str> {
+    match label {
+        label::CONTEXT_ASSEMBLY_LOSS => Some("context budget"),
+        label::RANKED_OUT => Some("ranking"),
+        label::RETRIEVAL_MISS => Some("retrieval"),
+        label::CONTEXT_DISTRACTION => Some("context noise"),
+        _ => None,
+    }
+}
+
+/// Candidate experiments for a factor, worded as hypotheses by the renderer.
+pub fn experiments(factor: &str) -> &'static [&'static str] {
+    match factor {
+        "context budget" => &["a larger token budget", "smaller chunks"],
+        "ranking" => &["a larger top-k", "a reranker"],
+        "retrieval" => &["query rewriting", "hybrid (dense + sparse) retrieval"],
+        "context noise" => &["a smaller top-k", "a reranker"],
+        _ => &[],
+    }
+}
+
+fn passed(v: Option<&Verdict>) -> Option<bool> {
+    match v {
+        Some(Verdict::Pass) => Some(true),
+        Some(Verdict::Fail) => Some(false),
+        Some(Verdict::Score { value }) => Some(*value >= 1.0),
+        _ => None,
+    }
+}
+
+/// Runs a child run of `parent` over `cases` under `intervention`.
+fn run_child(
+    store: &mut SqliteStore,
+    store_path: &Path,
+    parent: &LoadedRun,
+    settings: RunSettings,
+    cases: &[&Case],
+    recorded: &HashMap<String, Retrieval>,
+    observer: &mut dyn RunObserver,
+) -> Result<(String, CacheCounts), EngineError> {
+    let run_id = format!("run_{}", ulid::Ulid::new());
+    let rows: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(|source| EngineError::Corrupt {
+            what: "a case".into(),
+            source,
+        })?;
+    let settings_json =
+        serde_json::to_string(&settings).map_err(|source| EngineError::Corrupt {
+            what: "settings".into(),
+            source,
+        })?;
+    store.create_run(&NewRun {
+        id: &run_id,
+        config_path: &parent.record.config_path,
+        settings_json: &settings_json,
+        identity: &settings.identity(),
+        system_json: &parent.record.system_json,
+        parent: Some(&parent.record.id),
+        cases: &rows,
+    })?;
+    let options = worker_options(&settings.options, &settings.config_dir, &shim(store_path)?);
+    let outcome = execute_pending(
+        store, store_path, &run_id, &settings, options, None, 1.0, recorded, observer,
+    )?;
+    Ok((run_id, outcome.summary.cache))
+}
+
+/// Runs a diagnosis of `run_id`'s failures on `criterion` under `kind`.
+pub fn diagnose(
+    store_path: &Path,
+    run_id: &str,
+    criterion: &str,
+    kind: InterventionKind,
+    observer: &mut dyn RunObserver,
+) -> Result<Diagnosis, EngineError> {
+    let mut store = SqliteStore::open(store_path)?;
+    let parent = load_run(&store, run_id)?;
+    if parent.settings.intervention.is_some() {
+        return Err(EngineError::Usage(format!(
+            "{run_id} is itself a child run of a diagnosis; diagnose its parent"
+        )));
+    }
+    let Some((_, summary_kind)) = parent.criteria.iter().find(|(c, _)| c == criterion) else {
+        let names: Vec<&str> = parent.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
+        return Err(EngineError::Usage(format!(
+            "run {run_id} has no criterion `{criterion}`{hint}"
+        )));
+    };
+    if *summary_kind == SummaryKind::Mean {
+        return Err(EngineError::Usage(format!(
+            "`{criterion}` is a score; diagnose needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
+        )));
+    }
+    let mut selected: Vec<&Case> = Vec::new();
+    let mut not_diagnosable = Vec::new();
+    for (case, _, verdicts) in &parent.cases {
+        let v = verdicts
+            .iter()
+            .find(|v| v.criterion == criterion)
+            .map(|v| &v.verdict);
+        let failed = matches!(v, Some(Verdict::Fail))
+            || matches!(v, Some(Verdict::Score { value }) if *value < 1.0);
+        if !failed {
+            continue;
+        }
+        if case
+            .expected
+            .gold_context
+            .as_ref()
+            .is_some_and(|g| !g.is_empty())
+        {
+            selected.push(case);
+        } else {
+            not_diagnosable.push(case.id.clone());
+        }
+    }
+    let traces: HashMap<&str, &Trace> = parent
+        .cases
+        .iter()
+        .filter_map(|(c, t, _)| t.as_ref().map(|t| (c.id.as_str(), t)))
+        .collect();
+    let recorded: HashMap<String, Retrieval> = selected
+        .iter()
+        .filter_map(|c| {
+            traces
+                .get(c.id.as_str())
+                .and_then(|t| t.retrieval.clone())
+                .map(|r| (c.id.clone(), r))
+        })
+        .collect();
+    let mut child_runs = Vec::new();
+    let mut stages = CacheCounts::default();
+    let mut outcomes: HashMap<String, (Option<bool>, Option<bool>)> = HashMap::new();
+    let mut labels_from = None;
+    let mut carried: HashMap<String, CaseDiagnosis> = HashMap::new();
+    if !matches!(kind, InterventionKind::GoldContext) {
+        let prior = store
+            .diagnoses_of(run_id)?
+            .into_iter()
+            .filter_map(|d| serde_json::from_str::<Diagnosis>(&d.content_json).ok())
+            .find(|d| {
+                d.content.criterion == criterion
+                    && d.content.intervention == InterventionKind::GoldContext
+            });
+        if let Some(prior) = prior {
+            labels_from = Some(prior.id.clone());
+            child_runs.extend(prior.child_runs.clone());
+            carried = prior
+                .content
+                .cases
+                .into_iter()
+                .map(|c| (c.case_id.clone(), c))
+                .collect();
+        }
+    }
+    if !selected.is_empty() {
+        let base = RunSettings {
+            intervention: None,
+            use_cache: true,
+            ..parent.settings.clone()
+        };
+        let (treated, control) = match &kind {
+            InterventionKind::GoldContext => (
+                RunSettings {
+                    intervention: Some(Intervention {
+                        label: "gold_context".into(),
+                        gold_context: true,
+                        ..Default::default()
+                    }),
+                    ..base.clone()
+                },
+                RunSettings {
+                    intervention: Some(Intervention {
+                        label: "control".into(),
+                        fresh_generation: true,
+                        ..Default::default()
+                    }),
+                    ..base.clone()
+                },
+            ),
+            other => {
+                let mut treated = base.clone();
+                let mut intervention = Intervention {
+                    replay_from: Some(run_id.to_string()),
+                    ..Default::default()
+                };
+                match other {
+                    InterventionKind::TopK { top_k } => {
+                        treated.system.top_k = *top_k;
+                        intervention.label = format!("top_k={top_k}");
+                    }
+                    InterventionKind::TokenBudget { token_budget } => {
+                        treated.system.token_budget = Some(*token_budget);
+                        intervention.label = format!("token_budget={token_budget}");
+                    }
+                    InterventionKind::Reranker { reranker } => {
+                        intervention.reranker = Some(reranker.clone());
+                        intervention.label = format!("reranker={reranker}");
+                    }
+                    InterventionKind::GoldContext => {}
+                }
+                treated.intervention = Some(intervention);
+                let control = RunSettings {
+                    intervention: Some(Intervention {
+                        label: "replay_control".into(),
+                        replay_from: Some(run_id.to_string()),
+                        fresh_generation: true,
+                        ..Default::default()
+                    }),
+                    ..base.clone()
+                };
+                (treated, control)
+            }
+        };
+        let (treated_id, treated_stages) = run_child(
+            &mut store, store_path, &parent, treated, &selected, &recorded, observer,
+        )?;
+        let (control_id, _) = run_child(
+            &mut store, store_path, &parent, control, &selected, &recorded, observer,
+        )?;
+        stages = treated_stages;
+        let control_role = if matches!(kind, InterventionKind::GoldContext) {
+            "control"
+        } else {
+            "replay control"
+        };
+        child_runs.push(ChildRun {
+            role: kind.describe(),
+            run_id: treated_id.clone(),
+        });
+        child_runs.push(ChildRun {
+            role: control_role.into(),
+            run_id: control_id.clone(),
+        });
+        let treated_run = load_run(&store, &treated_id)?;
+        let control_run = load_run(&store, &control_id)?;
+        for case in &selected {
+            let t = passed(treated_run.verdict(&case.id, criterion).map(|v| &v.verdict));
+            let c = passed(control_run.verdict(&case.id, criterion).map(|v| &v.verdict));
+            outcomes.insert(case.id.clone(), (t, c));
+        }
+    }
+    let top_k = parent.settings.system.top_k;
+    let cases: Vec<CaseDiagnosis> = selected
+        .iter()
+        .map(|case| {
+            let (recovered, control_passed) =
+                outcomes.get(&case.id).copied().unwrap_or((None, None));
+            let trace = traces.get(case.id.as_str()).copied();
+            let best = trace
+                .and_then(|t| t.retrieval.as_ref())
+                .and_then(|r| judge_ranking(case, r, Default::default()).ok())
+                .and_then(|j| j.best_position);
+            let (label, reason, strength) = if let Some(prior) = carried.get(&case.id) {
+                (
+                    prior.label.clone(),
+                    prior.reason.clone(),
+                    prior.strength.clone(),
+                )
+            } else if !matches!(kind, InterventionKind::GoldContext) {
+                let strength = if recovered == Some(true) {
+                    "intervention_recovery"
+                } else {
+                    "intervention_non_recovery"
+                };
+                (
+                    label::UNLABELLED.to_string(),
+                    "no_gold_context_diagnosis".to_string(),
+                    strength.to_string(),
+                )
+            } else {
+                let (l, r, s) = gold_label(case, trace, top_k, recovered, control_passed);
+                (l.to_string(), r.to_string(), s.to_string())
+            };
+            CaseDiagnosis {
+                case_id: case.id.clone(),
+                label,
+                reason,
+                strength,
+                best_relevant_position: best,
+                recovered,
+                control_passed,
+            }
+        })
+        .collect();
+    let content = DiagnosisContent {
+        run_id: run_id.to_string(),
+        criterion: criterion.to_string(),
+        intervention: kind,
+        selected: selected.iter().map(|c| c.id.clone()).collect(),
+        not_diagnosable,
+        cases,
+        labels_from,
+    };
+    let value = serde_json::to_value(&content).map_err(|source| EngineError::Corrupt {
+        what: "diagnosis".into(),
+        source,
+    })?;
+    let id = format!("sha256:{}", content_hash(&value));
+    let diagnosis = Diagnosis {
+        id: id.clone(),
+        content,
+        child_runs,
+        stages,
+    };
+    let stored = serde_json::to_string(&diagnosis).map_err(|source| EngineError::Corrupt {
+        what: "diagnosis".into(),
+        source,
+    })?;
+    store.save_diagnosis(&id, run_id, &stored)?;
+    Ok(diagnosis)
+}
+
+/// The gold-context label of one case.
+fn gold_label(
+    case: &Case,
+    trace: Option<&Trace>,
+    top_k: usize,
+    recovered: Option<bool>,
+    control_passed: Option<bool>,
+) -> (&'static str, &'static str, &'static str) {
+    const RECOVERY: &str = "intervention_recovery";
+    const NON_RECOVERY: &str = "intervention_non_recovery";
+    match (recovered, control_passed) {
+        (_, Some(true)) => return (label::UNSTABLE, "passes_on_control", NON_RECOVERY),
+        (None, _) | (_, None) => return (label::NOT_DIAGNOSED, "intervention_error", NON_RECOVERY),
+        (Some(false), _) => {
+            return (
+                label::GENERATION_FAILURE,
+                "fails_with_gold_context",
+                NON_RECOVERY,
+            )
+        }
+        (Some(true), Some(false)) => {}
+    }
+    let Some(trace) = trace else {
+        return (label::UNLOCATED, "no_trace", RECOVERY);
+    };
+    let Some(retrieval) = &trace.retrieval else {
+        return (label::UNLOCATED, "no_retrieval", RECOVERY);
+    };
+    let Ok(judged) = judge_ranking(case, retrieval, Default::default()) else {
+        return (label::UNLOCATED, "no_relevance_labels", RECOVERY);
+    };
+    let Some(best) = judged.best_position else {
+        return (label::RETRIEVAL_MISS, "relevant_not_retrieved", RECOVERY);
+    };
+    if best > top_k {
+        return (label::RANKED_OUT, "relevant_below_top_k", RECOVERY);
+    }
+    let relevant: std::collections::HashSet<&str> = case
+        .expected
+        .relevant
+        .iter()
+        .flatten()
+        .filter(|r| r.grade >= 1.0)
+        .map(|r| r.doc_id.as_str())
+        .collect();
+    let in_context = trace.context.as_ref().is_some_and(|c| {
+        c.passages
+            .iter()
+            .any(|p| relevant.contains(p.passage.doc_id.as_str()))
+    });
+    if in_context {
+        (label::CONTEXT_DISTRACTION, "relevant_in_context", RECOVERY)
+    } else {
+        (
+            label::CONTEXT_ASSEMBLY_LOSS,
+            "relevant_dropped_from_context",
+            RECOVERY,
+        )
+    }
+}
+
+/// Reads a stored diagnosis.
+pub fn load_diagnosis(store: &SqliteStore, id: &str) -> Result<Option<Diagnosis>, EngineError> {
+    match store.diagnosis(id)? {
+        Some(d) => serde_json::from_str(&d.content_json)
+            .map(Some)
+            .map_err(|source| EngineError::Corrupt {
+                what: format!("diagnosis {id}"),
+                source,
+            }),
+        None => Ok(None),
+    }
+}
+
+/// The confirmation line of a replay: of the carried cases with the label this intervention
+/// targets, how many recovered.
+pub fn confirmation(d: &Diagnosis) -> Option<(&'static str, usize, usize)> {
+    d.content.labels_from.as_ref()?;
+    let target = d.content.intervention.confirms()?;
+    let with_label: Vec<&CaseDiagnosis> = d
+        .content
+        .cases
+        .iter()
+        .filter(|c| c.label == target)
+        .collect();
+    let recovered = with_label
+        .iter()
+        .filter(|c| c.recovered == Some(true))
+        .count();
+    Some((target, recovered, with_label.len()))
+}
+
+/// Carried gold-context recovered count (for the `Labels from gold context` line).
+pub fn carried_recovered(d: &Diagnosis) -> usize {
+    d.content
+        .cases
+        .iter()
+        .filter(|c| c.strength == "intervention_recovery")
+        .count()
+}
+
+/// A compact JSON view for `--json`.
+pub fn to_json(d: &Diagnosis) -> Value {
+    json!({
+        "id": d.id,
+        "content": d.content,
+        "child_runs": d.child_runs,
+        "stages": d.stages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::case::parse_cases;
+    use oloproof_core::context::assemble;
+    use oloproof_core::passage::Passage;
+
+    fn case() -> Case {
+        let line = r#"{"id":"c","input":{"question":"q"},"expected":{"answer":"a","relevant":[{"doc_id":"rel"}],"gold_context":[{"doc_id":"rel","text":"a"}]}}"#;
+        parse_cases("c.jsonl", line).unwrap().remove(0)
+    }
+
+    fn trace(docs: &[&str], top_k: usize, budget: Option<(usize, &[usize])>) -> Trace {
+        let candidates: Vec<Passage> = docs
+            .iter()
+            .map(|d| Passage {
+                doc_id: d.to_string(),
+                chunk_id: None,
+                score: None,
+                text: None,
+                metadata: None,
+            })
+            .collect();
+        let mut t = Trace::new("c");
+        t.context = Some(assemble(&candidates, top_k, budget));
+        t.retrieval = Some(Retrieval {
+            query: None,
+            depth: docs.len(),
+            candidates,
+        });
+        t
+    }
+
+    #[test]
+    fn every_label() {
+        let c = case();
+        let label_of = |t: &Trace, rec, ctl| gold_label(&c, Some(t), 2, rec, ctl).0;
+        let miss = trace(&["x", "y", "z"], 2, None);
+        assert_eq!(
+            label_of(&miss, Some(true), Some(false)),
+            label::RETRIEVAL_MISS
+        );
+        let below = trace(&["x", "y", "rel"], 2, None);
+        assert_eq!(label_of(&below, Some(true), Some(false)), label::RANKED_OUT);
+        let dropped = trace(&["x", "rel"], 2, Some((10, &[8, 5])));
+        assert_eq!(
+            label_of(&dropped, Some(true), Some(false)),
+            label::CONTEXT_ASSEMBLY_LOSS
+        );
+        let present = trace(&["x", "rel"], 2, None);
+        assert_eq!(
+            label_of(&present, Some(true), Some(false)),
+            label::CONTEXT_DISTRACTION
+        );
+        assert_eq!(
+            label_of(&present, Some(false), Some(false)),
+            label::GENERATION_FAILURE
+        );
+        assert_eq!(label_of(&present, Some(false), Some(true)), label::UNSTABLE);
+        assert_eq!(label_of(&present, None, Some(false)), label::NOT_DIAGNOSED);
+        let unlabelled = parse_cases("c.jsonl", r#"{"id":"c","input":{}}"#)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            gold_label(&unlabelled, Some(&present), 2, Some(true), Some(false)).0,
+            label::UNLOCATED
+        );
+    }
+
+    #[test]
+    fn implicated_factor_is_the_most_frequent_among_recovered() {
+        let mk = |id: &str, l: &str| CaseDiagnosis {
+            case_id: id.into(),
+            label: l.into(),
+            reason: String::new(),
+            strength: String::new(),
+            best_relevant_position: None,
+            recovered: Some(true),
+            control_passed: Some(false),
+        };
+        let d = Diagnosis {
+            id: "sha256:x".into(),
+            content: DiagnosisContent {
+                run_id: "r".into(),
+                criterion: "c".into(),
+                intervention: InterventionKind::GoldContext,
+                selected: vec![],
+                not_diagnosable: vec![],
+                cases: vec![
+                    mk("a", label::RETRIEVAL_MISS),
+                    mk("b", label::CONTEXT_ASSEMBLY_LOSS),
+                    mk("c", label::CONTEXT_ASSEMBLY_LOSS),
+                    mk("d", label::GENERATION_FAILURE),
+                ],
+                labels_from: None,
+            },
+            child_runs: vec![],
+            stages: CacheCounts::default(),
+        };
+        assert_eq!(d.implicated(), Some((vec!["context budget"], 2, 3)));
+        assert_eq!(d.label_counts()[0], (label::RETRIEVAL_MISS, 1));
+    }
+}
