@@ -31,6 +31,8 @@ pub(crate) enum Command {
     Diagnose(DiagnoseArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
+    /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).
+    Metric(crate::metric_cmd::MetricArgs),
     /// trec_eval-compatible ranking evaluation of run files against qrels.
     Trec(TrecArgs),
     /// Fuse several run files into one (RRF, CombSUM, …).

@@ -73,6 +73,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Show(args) => show(args),
         Command::Diagnose(args) => diagnose(args),
         Command::Inspect(args) => inspect(args),
+        Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod exit_codes;
+mod metric_cmd;
 mod progress;
 
 use std::process::ExitCode;
