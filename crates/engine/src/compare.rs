@@ -1,0 +1,1623 @@
+//! `oloproof compare`: two stored runs, case by case, under a policy declared before the data.
+//!
+//! This module owns the comparison policy (`compare.yaml`: [`Policy`]), the pairing of two
+//! [`LoadedRun`]s by case id, the paired difference of every criterion, the exploratory
+//! per-slice differences, the policy's decisions and the gate, and the content-addressed
+//! [`Comparison`] record. It reads nothing but the two runs and writes nothing but the record
+//! ([`record_comparison`]); rendering belongs to `oloproof-report`.
+//!
+//! **Pairing.** Cases are paired by id over the cases both runs hold; cases in one run only are
+//! listed, never compared. On each criterion, a shared case whose verdict is `missing` (an error)
+//! or absent (not run) in either run is counted `missing` — never a pass — and one `excluded` in
+//! either run is counted `excluded`; the others are paired.
+//!
+//! **Differences** (candidate − baseline, in points: 100 × the difference of fractions), with
+//! 95 % intervals rounded outward to 0.1 points (`docs/statistics.md`):
+//! - pass/fail criteria, and rates whose paired values are all 0 or 1: the difference of paired
+//!   proportions `(b − c)/n` with Tango's score interval
+//!   ([`oloproof_stats::paired_proportion_difference`]; T. Tango, *Statistics in Medicine* 17,
+//!   1998);
+//! - scores: the mean paired difference with the paired percentile bootstrap interval
+//!   ([`oloproof_stats::paired_bootstrap_test`]; Efron and Tibshirani 1993, §16.4), seeded with the
+//!   baseline run's recorded `bootstrap.seed` and resample count.
+//!
+//! **Decisions** read the *printed* (outward-rounded) interval, so the numbers a reader sees are
+//! the numbers that decided; outward rounding only ever makes a decision more cautious.
+//!
+//! **Identity.** The comparison id is `sha256:` + the hash of the canonical JSON of its content
+//! (run ids, policy, seed, lines, decisions, per-case changes): the same comparison of the same
+//! runs under the same policy gets the same id.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use oloproof_core::case::Case;
+use oloproof_core::identity::content_hash;
+use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_stats::{
+    non_inferiority, paired_bootstrap_test, paired_proportion_difference, superiority, Interval,
+    PairedCounts, Verdict3,
+};
+use oloproof_store::{SqliteStore, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::evaluate::SummaryKind;
+use crate::run::LoadedRun;
+use crate::summary::{slice_value, CaseOutcome, CONFIDENCE, PROPORTION_STEP};
+use crate::EngineError;
+
+/// Schema version of stored comparisons.
+pub const COMPARISON_SCHEMA_VERSION: u32 = 1;
+
+/// Reason codes of decisions that are not read off an interval (those are
+/// [`oloproof_stats::reason`]).
+pub mod reason {
+    /// `no_regression`: a listed case went from pass to fail, or its score dropped.
+    pub const CASE_REGRESSED: &str = "case_regressed";
+    /// `no_regression`: a listed case is missing (an error, or not run) in either run.
+    pub const CASE_MISSING: &str = "case_missing";
+    /// `no_regression`: no listed case regressed.
+    pub const NO_CASE_REGRESSED: &str = "no_case_regressed";
+    /// The criterion's share of missing cases exceeds the policy's `max_missing_rate`.
+    pub const TOO_MANY_MISSING: &str = "too_many_missing";
+    /// Nothing was paired on the criterion (every shared case missing or excluded).
+    pub const NO_PAIRED_OBSERVATIONS: &str = "no_paired_observations";
+}
+
+// ----------------------------------------------------------------------------------------------
+// Policy
+// ----------------------------------------------------------------------------------------------
+
+/// What a decision tests.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// The candidate is not worse than the baseline by `margin_points` or more.
+    NonInferiority,
+    /// The candidate is better than the baseline.
+    Superiority,
+    /// None of the listed cases regressed.
+    NoRegression,
+}
+
+impl DecisionKind {
+    /// `non_inferiority`, `superiority`, `no_regression`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::NonInferiority => "non_inferiority",
+            DecisionKind::Superiority => "superiority",
+            DecisionKind::NoRegression => "no_regression",
+        }
+    }
+}
+
+/// One entry of `decisions:` as the policy file says it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionOptions {
+    /// A unique name, printed in the report.
+    pub name: String,
+    /// What the decision tests.
+    pub kind: DecisionKind,
+    /// The criterion (required for `non_inferiority` and `superiority`; for `no_regression`,
+    /// default every pass/fail criterion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The non-inferiority margin, in points (> 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_points: Option<f64>,
+    /// The cases `no_regression` watches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases: Option<Vec<String>>,
+}
+
+/// `compare.yaml` as the file says it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyOptions {
+    /// The decisions, all of which must pass for the gate to pass.
+    pub decisions: Vec<DecisionOptions>,
+    /// Largest share of a decision's shared cases that may be missing (default 0).
+    #[serde(default)]
+    pub max_missing_rate: f64,
+}
+
+/// A validated comparison policy, with the document it came from (to locate errors found once
+/// the runs are known: an unknown criterion or case id).
+#[derive(Debug, Clone)]
+pub struct Policy {
+    options: PolicyOptions,
+    doc: YamlDocument,
+}
+
+impl Policy {
+    /// Parses and validates a policy file (`path` as the user named it, for error locations).
+    ///
+    /// Errors point at `file:line:col`: unknown keys (with a suggestion), wrong types, no
+    /// decisions, duplicate names, a missing criterion, a margin that is not a positive number,
+    /// keys that do not belong to the decision's kind, `max_missing_rate` outside `[0, 1]`.
+    pub fn parse(path: &str, text: &str) -> Result<Policy, SourceError> {
+        let doc = YamlDocument::parse(path, text)?;
+        let options: PolicyOptions = doc.deserialize(&doc.value)?;
+        if options.decisions.is_empty() {
+            let mut err = doc.error_at("decisions", false, "the policy declares no decisions");
+            err.help = Some(
+                "declare at least one decision; a gate without decisions would pass anything"
+                    .into(),
+            );
+            return Err(err);
+        }
+        if !(0.0..=1.0).contains(&options.max_missing_rate) {
+            let mut err = doc.error_at(
+                "max_missing_rate",
+                true,
+                "`max_missing_rate` must lie in [0, 1]",
+            );
+            err.expected = Some("a share such as 0.05".into());
+            return Err(err);
+        }
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        for (i, d) in options.decisions.iter().enumerate() {
+            let at = |key: &str| format!("decisions[{i}].{key}");
+            if d.name.trim().is_empty() {
+                return Err(doc.error_at(&at("name"), true, "the decision name is empty"));
+            }
+            if let Some(first) = names.insert(d.name.as_str(), i) {
+                let mut err = doc.error_at(
+                    &at("name"),
+                    true,
+                    format!("decision `{}` is declared twice", d.name),
+                );
+                err.help = Some(format!("rename one (the other is decisions[{first}])"));
+                return Err(err);
+            }
+            let misplaced = |key: &str, why: &str| {
+                let mut err = doc.error_at(
+                    &at(key),
+                    false,
+                    format!("`{key}` does not apply to a {} decision", d.kind.as_str()),
+                );
+                err.help = Some(why.to_string());
+                err
+            };
+            match d.kind {
+                DecisionKind::NonInferiority | DecisionKind::Superiority => {
+                    if d.criterion.is_none() {
+                        let mut err = doc.error_at(
+                            &format!("decisions[{i}]"),
+                            true,
+                            "missing key `criterion`",
+                        );
+                        err.key_path = Some(at("criterion"));
+                        err.help = Some("add `criterion:` with the criterion to compare".into());
+                        return Err(err);
+                    }
+                    if d.cases.is_some() {
+                        return Err(misplaced(
+                            "cases",
+                            "`cases` lists the cases of a no_regression decision",
+                        ));
+                    }
+                }
+                DecisionKind::NoRegression => {
+                    if d.margin_points.is_some() {
+                        return Err(misplaced(
+                            "margin_points",
+                            "a no_regression decision watches cases; margins belong to non_inferiority",
+                        ));
+                    }
+                    match &d.cases {
+                        None => {
+                            let mut err = doc.error_at(
+                                &format!("decisions[{i}]"),
+                                true,
+                                "missing key `cases`",
+                            );
+                            err.key_path = Some(at("cases"));
+                            err.help = Some("add `cases: [case_id, …]`".into());
+                            return Err(err);
+                        }
+                        Some(cases) if cases.is_empty() => {
+                            return Err(doc.error_at(
+                                &at("cases"),
+                                true,
+                                "a no_regression decision needs at least one case",
+                            ));
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            match (d.kind, d.margin_points) {
+                (DecisionKind::NonInferiority, None) => {
+                    let mut err = doc.error_at(
+                        &format!("decisions[{i}]"),
+                        true,
+                        "missing key `margin_points`",
+                    );
+                    err.key_path = Some(at("margin_points"));
+                    err.help = Some(
+                        "add `margin_points:`, the largest loss in points you accept, e.g. 5"
+                            .into(),
+                    );
+                    return Err(err);
+                }
+                (DecisionKind::NonInferiority, Some(m)) if !(m.is_finite() && m > 0.0) => {
+                    let mut err = doc.error_at(
+                        &at("margin_points"),
+                        true,
+                        "the margin must be a positive number of points",
+                    );
+                    err.expected = Some("a number above 0, e.g. 5".into());
+                    return Err(err);
+                }
+                (DecisionKind::Superiority, Some(_)) => {
+                    return Err(misplaced(
+                        "margin_points",
+                        "superiority compares with zero; use kind: non_inferiority for a margin",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(Policy { options, doc })
+    }
+
+    /// The policy as the file says it.
+    pub fn options(&self) -> &PolicyOptions {
+        &self.options
+    }
+
+    /// Checks the policy's criteria and case ids against the two runs, with located errors.
+    pub fn check(&self, candidate: &LoadedRun, baseline: &LoadedRun) -> Result<(), SourceError> {
+        let in_candidate: HashSet<&str> =
+            candidate.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        let shared = shared_criteria(candidate, baseline);
+        let all: HashSet<&str> = baseline
+            .criteria
+            .iter()
+            .chain(&candidate.criteria)
+            .map(|(c, _)| c.as_str())
+            .collect();
+        let case_ids: HashSet<&str> = baseline
+            .cases
+            .iter()
+            .chain(&candidate.cases)
+            .map(|(c, _, _)| c.id.as_str())
+            .collect();
+        for (i, d) in self.options.decisions.iter().enumerate() {
+            if let Some(criterion) = &d.criterion {
+                if !shared.iter().any(|(c, _)| c == criterion) {
+                    let key = format!("decisions[{i}].criterion");
+                    let message = if all.contains(&criterion.as_str()) {
+                        let which = if in_candidate.contains(criterion.as_str()) {
+                            "candidate"
+                        } else {
+                            "baseline"
+                        };
+                        format!("criterion `{criterion}` is only in the {which} run")
+                    } else {
+                        format!("unknown criterion `{criterion}`")
+                    };
+                    let mut err = self.doc.error_at(&key, true, message);
+                    let names: Vec<&str> = shared.iter().map(|(c, _)| c.as_str()).collect();
+                    err.expected = Some(format!(
+                        "a criterion of both runs: {}",
+                        if names.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                    err.help = did_you_mean(criterion, names.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?"));
+                    return Err(err);
+                }
+            } else if d.kind == DecisionKind::NoRegression
+                && !shared.iter().any(|(_, k)| *k == SummaryKind::Proportion)
+            {
+                let mut err = self.doc.error_at(
+                    &format!("decisions[{i}]"),
+                    true,
+                    "the runs share no pass/fail criterion to watch",
+                );
+                err.help = Some("name the criterion with `criterion:`".into());
+                return Err(err);
+            }
+            for (j, case) in d.cases.iter().flatten().enumerate() {
+                if !case_ids.contains(case.as_str()) {
+                    let mut err = self.doc.error_at(
+                        &format!("decisions[{i}].cases[{j}]"),
+                        true,
+                        format!("unknown case `{case}`: in neither run"),
+                    );
+                    err.help = did_you_mean(case, case_ids.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?"));
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// The comparison record
+// ----------------------------------------------------------------------------------------------
+
+/// Which interval a difference line carries.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DifferenceMethod {
+    /// Difference of paired proportions with Tango's score interval.
+    TangoScore,
+    /// Mean paired difference with the paired percentile bootstrap interval.
+    PairedBootstrap,
+}
+
+/// The paired difference of one criterion over a set of shared cases.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DifferenceLine {
+    /// Criterion.
+    pub criterion: String,
+    /// How the interval was computed; `None` when nothing was paired.
+    pub method: Option<DifferenceMethod>,
+    /// Candidate − baseline, in points; `None` when nothing was paired.
+    pub estimate_points: Option<f64>,
+    /// 95 % interval in points, rounded outward to 0.1; `None` when it is undefined.
+    pub interval_points: Option<[f64; 2]>,
+    /// Why there is no interval although something was paired (e.g. too few pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
+    /// Cases observed in both runs.
+    pub paired: u64,
+    /// Cases missing (an error, or not run) in either run.
+    pub missing: u64,
+    /// Cases excluded in either run.
+    pub excluded: u64,
+    /// Pass/fail only: cases only the candidate passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub improved: Option<u64>,
+    /// Pass/fail only: cases only the baseline passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regressed: Option<u64>,
+}
+
+impl DifferenceLine {
+    /// Share of the line's cases that are missing (0 when it has no cases).
+    pub fn missing_share(&self) -> f64 {
+        let total = self.paired + self.missing + self.excluded;
+        if total == 0 {
+            0.0
+        } else {
+            self.missing as f64 / total as f64
+        }
+    }
+}
+
+/// An exploratory difference within one slice value (baseline's slice values).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SliceLine {
+    /// Slice key (`metadata.topic`).
+    pub key: String,
+    /// Slice value (`billing`).
+    pub value: String,
+    /// The difference within the slice.
+    pub line: DifferenceLine,
+}
+
+/// A setting that differs between the runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SettingDifference {
+    /// Key path (`system.token_budget`, `evaluators[1].k`).
+    pub path: String,
+    /// The baseline's value.
+    pub baseline: Value,
+    /// The candidate's value.
+    pub candidate: Value,
+}
+
+/// Which cases the runs share.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseSets {
+    /// Cases in both runs (the compared ones).
+    pub shared: u64,
+    /// Case ids in the candidate run only.
+    pub only_in_candidate: Vec<String>,
+    /// Case ids in the baseline run only.
+    pub only_in_baseline: Vec<String>,
+    /// Shared case ids whose content (input, expected, metadata) differs between the runs.
+    pub content_differs: Vec<String>,
+}
+
+/// A decision's outcome, as reports and stored comparisons spell it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum DecisionVerdict {
+    /// Established.
+    #[serde(rename = "PASS")]
+    Pass,
+    /// The opposite is established.
+    #[serde(rename = "FAIL")]
+    Fail,
+    /// Neither.
+    #[serde(rename = "INSUFFICIENT_EVIDENCE")]
+    InsufficientEvidence,
+}
+
+impl DecisionVerdict {
+    /// `PASS`, `FAIL`, `INSUFFICIENT_EVIDENCE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DecisionVerdict::Pass => "PASS",
+            DecisionVerdict::Fail => "FAIL",
+            DecisionVerdict::InsufficientEvidence => "INSUFFICIENT_EVIDENCE",
+        }
+    }
+}
+
+impl From<Verdict3> for DecisionVerdict {
+    fn from(v: Verdict3) -> Self {
+        match v {
+            Verdict3::Pass => DecisionVerdict::Pass,
+            Verdict3::Fail => DecisionVerdict::Fail,
+            Verdict3::InsufficientEvidence => DecisionVerdict::InsufficientEvidence,
+        }
+    }
+}
+
+/// One decision of the policy, decided.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DecisionResult {
+    /// The decision's name.
+    pub name: String,
+    /// Its kind.
+    pub kind: DecisionKind,
+    /// The criteria it read (one, or for `no_regression` without `criterion`, every pass/fail
+    /// criterion of both runs).
+    pub criteria: Vec<String>,
+    /// Non-inferiority margin, in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_points: Option<f64>,
+    /// The cases a `no_regression` decision watches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<String>,
+    /// The outcome.
+    pub verdict: DecisionVerdict,
+    /// Why (a reason code).
+    pub reason: String,
+    /// The interval it read, in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_points: Option<[f64; 2]>,
+    /// Evidence: the regressed or missing case ids, or the missing share.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detail: Vec<String>,
+}
+
+/// The gate: every decision passed, or not.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Gate {
+    /// Every decision passed.
+    #[serde(rename = "PASS")]
+    Pass,
+    /// At least one decision did not pass.
+    #[serde(rename = "BLOCK")]
+    Block,
+}
+
+/// Which way a verdict moved.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeDirection {
+    /// Pass → fail, or a lower score.
+    Regression,
+    /// To or from missing or excluded.
+    Other,
+    /// Fail → pass, or a higher score.
+    Improvement,
+}
+
+/// One criterion's verdict change on one case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VerdictChange {
+    /// Criterion.
+    pub criterion: String,
+    /// The baseline's verdict (`pass`, `fail`, `0.631`, `missing`, `excluded`).
+    pub baseline: String,
+    /// The candidate's verdict.
+    pub candidate: String,
+    /// Which way it moved.
+    pub direction: ChangeDirection,
+}
+
+/// A shared case whose verdict changed on some criterion.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseChange {
+    /// Case id.
+    pub case_id: String,
+    /// The case's worst change (a regression on any criterion makes it a regression).
+    pub direction: ChangeDirection,
+    /// Its changes, in criterion order.
+    pub changes: Vec<VerdictChange>,
+}
+
+/// Seed and resample count of the paired bootstraps (the baseline run's).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BootstrapSettings {
+    /// Seed.
+    pub seed: u64,
+    /// Resamples.
+    pub resamples: usize,
+}
+
+/// A comparison of two runs under a policy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    /// `sha256:<hex>` of the canonical JSON of every other field.
+    pub id: String,
+    /// [`COMPARISON_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The candidate run.
+    pub candidate: String,
+    /// The baseline run.
+    pub baseline: String,
+    /// Confidence level of every interval.
+    pub confidence: f64,
+    /// The bootstrap's seed and resamples.
+    pub bootstrap: BootstrapSettings,
+    /// The policy as declared.
+    pub policy: PolicyOptions,
+    /// Shared and unshared cases.
+    pub cases: CaseSets,
+    /// Settings that differ (system and evaluators).
+    pub setting_differences: Vec<SettingDifference>,
+    /// Criteria of the candidate run only (not compared).
+    pub criteria_only_in_candidate: Vec<String>,
+    /// Criteria of the baseline run only (not compared).
+    pub criteria_only_in_baseline: Vec<String>,
+    /// One line per criterion of both runs, in the baseline's order.
+    pub criteria: Vec<DifferenceLine>,
+    /// Per slice value and criterion: exploratory, not decisions.
+    pub exploratory: Vec<SliceLine>,
+    /// The policy's decisions, in declaration order.
+    pub decisions: Vec<DecisionResult>,
+    /// The gate.
+    pub gate: Gate,
+    /// Shared cases whose verdict changed, regressions first.
+    pub changes: Vec<CaseChange>,
+}
+
+impl Comparison {
+    /// The content the id hashes: everything but the id.
+    pub fn content(&self) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("id");
+        }
+        value
+    }
+
+    /// `sha256:` + the content hash.
+    pub fn compute_id(&self) -> String {
+        format!("sha256:{}", content_hash(&self.content()))
+    }
+}
+
+/// Why a comparison could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompareError {
+    /// The policy does not fit the runs (unknown criterion or case).
+    #[error("{0}")]
+    Policy(#[from] SourceError),
+}
+
+// ----------------------------------------------------------------------------------------------
+// Comparing
+// ----------------------------------------------------------------------------------------------
+
+/// How one shared case enters one criterion's comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pair {
+    /// Observed in both: `(candidate, baseline)` values.
+    Paired(f64, f64),
+    Missing,
+    Excluded,
+}
+
+fn pair(candidate: Option<&CriterionVerdict>, baseline: Option<&CriterionVerdict>) -> Pair {
+    let (Some(c), Some(b)) = (candidate, baseline) else {
+        return Pair::Missing;
+    };
+    match (&c.verdict, &b.verdict) {
+        (Verdict::Missing { .. }, _) | (_, Verdict::Missing { .. }) => Pair::Missing,
+        (Verdict::Excluded { .. }, _) | (_, Verdict::Excluded { .. }) => Pair::Excluded,
+        (cv, bv) => match (cv.value(), bv.value()) {
+            (Some(x), Some(y)) => Pair::Paired(x, y),
+            _ => Pair::Missing,
+        },
+    }
+}
+
+/// Criteria of both runs, in the baseline's order, with the baseline's kind (downgraded to
+/// `Mean` if the candidate summarises it as a mean).
+fn shared_criteria(candidate: &LoadedRun, baseline: &LoadedRun) -> Vec<(String, SummaryKind)> {
+    baseline
+        .criteria
+        .iter()
+        .filter_map(|(name, kind)| {
+            let (_, other) = candidate.criteria.iter().find(|(c, _)| c == name)?;
+            let kind = match (kind, other) {
+                (SummaryKind::Proportion, SummaryKind::Proportion) => SummaryKind::Proportion,
+                (SummaryKind::Mean, _) | (_, SummaryKind::Mean) => SummaryKind::Mean,
+                _ => SummaryKind::Rate,
+            };
+            Some((name.clone(), kind))
+        })
+        .collect()
+}
+
+/// `x` points on the 0.1-point grid, as the nearest double to the decimal (so that it prints,
+/// and reads back from JSON, exactly), without a negative zero.
+fn tenths(x: f64) -> f64 {
+    let t = (x * 10.0).round() / 10.0;
+    if t == 0.0 {
+        0.0
+    } else {
+        t
+    }
+}
+
+/// A fraction interval in points, rounded outward to 0.1 points.
+fn to_points(i: Interval) -> [f64; 2] {
+    let r = i.round_outward(PROPORTION_STEP);
+    [tenths(r.lo * 100.0), tenths(r.hi * 100.0)]
+}
+
+/// The difference line of `criterion` over `pairs`.
+fn difference(
+    criterion: &str,
+    kind: SummaryKind,
+    pairs: &[Pair],
+    bootstrap: BootstrapSettings,
+) -> DifferenceLine {
+    let mut line = DifferenceLine {
+        criterion: criterion.to_string(),
+        method: None,
+        estimate_points: None,
+        interval_points: None,
+        no_interval: None,
+        paired: 0,
+        missing: 0,
+        excluded: 0,
+        improved: None,
+        regressed: None,
+    };
+    let mut cand = Vec::new();
+    let mut base = Vec::new();
+    for p in pairs {
+        match p {
+            Pair::Paired(c, b) => {
+                cand.push(*c);
+                base.push(*b);
+            }
+            Pair::Missing => line.missing += 1,
+            Pair::Excluded => line.excluded += 1,
+        }
+    }
+    line.paired = cand.len() as u64;
+    if cand.is_empty() {
+        return line;
+    }
+    let binary = |v: &[f64]| v.iter().all(|x| *x == 0.0 || *x == 1.0);
+    if kind != SummaryKind::Mean && binary(&cand) && binary(&base) {
+        let mut counts = PairedCounts::default();
+        for (c, b) in cand.iter().zip(&base) {
+            match (*c == 1.0, *b == 1.0) {
+                (true, true) => counts.both_pass += 1,
+                (true, false) => counts.candidate_only += 1,
+                (false, true) => counts.baseline_only += 1,
+                (false, false) => counts.both_fail += 1,
+            }
+        }
+        line.method = Some(DifferenceMethod::TangoScore);
+        line.improved = Some(counts.candidate_only);
+        line.regressed = Some(counts.baseline_only);
+        line.estimate_points = Some(tenths(
+            100.0 * (counts.candidate_only as f64 - counts.baseline_only as f64)
+                / line.paired as f64,
+        ));
+        match paired_proportion_difference(counts, CONFIDENCE) {
+            Ok(ci) => line.interval_points = Some(to_points(ci)),
+            Err(e) => line.no_interval = Some(e.to_string()),
+        }
+    } else {
+        line.method = Some(DifferenceMethod::PairedBootstrap);
+        let n = cand.len() as f64;
+        line.estimate_points = Some(tenths(
+            100.0 * cand.iter().zip(&base).map(|(c, b)| c - b).sum::<f64>() / n,
+        ));
+        match paired_bootstrap_test(
+            &cand,
+            &base,
+            bootstrap.resamples,
+            bootstrap.seed,
+            CONFIDENCE,
+        ) {
+            Ok(result) => {
+                line.estimate_points = Some(tenths(100.0 * result.mean_difference));
+                line.interval_points = Some(to_points(result.interval));
+            }
+            Err(e) if e.is_insufficient_data() => {
+                line.no_interval = Some("too few pairs".to_string());
+            }
+            Err(e) => line.no_interval = Some(e.to_string()),
+        }
+    }
+    line
+}
+
+/// The differing leaves of two JSON values, as `path: baseline → candidate`.
+fn diff_values(path: &str, baseline: &Value, candidate: &Value, out: &mut Vec<SettingDifference>) {
+    if baseline == candidate {
+        return;
+    }
+    match (baseline, candidate) {
+        (Value::Object(b), Value::Object(c)) => {
+            let mut keys: Vec<&String> = b.keys().collect();
+            keys.extend(c.keys().filter(|k| !b.contains_key(*k)));
+            for k in keys {
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                diff_values(
+                    &child,
+                    b.get(k).unwrap_or(&Value::Null),
+                    c.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(b), Value::Array(c)) if b.len() == c.len() => {
+            for (i, (x, y)) in b.iter().zip(c).enumerate() {
+                diff_values(&format!("{path}[{i}]"), x, y, out);
+            }
+        }
+        _ => out.push(SettingDifference {
+            path: path.to_string(),
+            baseline: baseline.clone(),
+            candidate: candidate.clone(),
+        }),
+    }
+}
+
+fn setting_differences(candidate: &LoadedRun, baseline: &LoadedRun) -> Vec<SettingDifference> {
+    let mut out = Vec::new();
+    let system = |r: &LoadedRun| serde_json::to_value(&r.settings.system).unwrap_or(Value::Null);
+    diff_values("system", &system(baseline), &system(candidate), &mut out);
+    let evaluators =
+        |r: &LoadedRun| serde_json::to_value(&r.settings.options.evaluators).unwrap_or(Value::Null);
+    diff_values(
+        "evaluators",
+        &evaluators(baseline),
+        &evaluators(candidate),
+        &mut out,
+    );
+    out
+}
+
+/// Sorts slice values: numbers numerically first, then text (as run summaries do).
+fn slice_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x.total_cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        _ => a.cmp(b),
+    }
+}
+
+/// A verdict as a change line shows it.
+fn verdict_word(v: Option<&CriterionVerdict>) -> String {
+    match v.map(|v| &v.verdict) {
+        None | Some(Verdict::Missing { .. }) => "missing".to_string(),
+        Some(Verdict::Excluded { .. }) => "excluded".to_string(),
+        Some(Verdict::Pass) => "pass".to_string(),
+        Some(Verdict::Fail) => "fail".to_string(),
+        Some(Verdict::Score { value }) => format!("{value:.3}"),
+    }
+}
+
+/// The verdict change of one criterion on one case, if any.
+fn change(
+    criterion: &str,
+    candidate: Option<&CriterionVerdict>,
+    baseline: Option<&CriterionVerdict>,
+) -> Option<VerdictChange> {
+    let status = |v: Option<&CriterionVerdict>| match v.map(|v| &v.verdict) {
+        None | Some(Verdict::Missing { .. }) => None,
+        Some(other) => Some(other.clone()),
+    };
+    let (c, b) = (status(candidate), status(baseline));
+    let same = match (&c, &b) {
+        (Some(Verdict::Excluded { .. }), Some(Verdict::Excluded { .. })) => true,
+        _ => c == b,
+    };
+    if same {
+        return None;
+    }
+    let direction = match (
+        c.as_ref().and_then(Verdict::value),
+        b.as_ref().and_then(Verdict::value),
+    ) {
+        (Some(x), Some(y)) if x < y => ChangeDirection::Regression,
+        (Some(x), Some(y)) if x > y => ChangeDirection::Improvement,
+        _ => ChangeDirection::Other,
+    };
+    Some(VerdictChange {
+        criterion: criterion.to_string(),
+        baseline: verdict_word(baseline),
+        candidate: verdict_word(candidate),
+        direction,
+    })
+}
+
+fn verdict_of<'a>(
+    verdicts: &'a [CriterionVerdict],
+    criterion: &str,
+) -> Option<&'a CriterionVerdict> {
+    verdicts.iter().find(|v| v.criterion == criterion)
+}
+
+/// One shared case: the baseline's case and trace, and both runs' verdicts.
+struct SharedCase<'a> {
+    case: &'a Case,
+    trace: Option<&'a Trace>,
+    baseline: &'a [CriterionVerdict],
+    candidate: &'a [CriterionVerdict],
+}
+
+/// Decides one declared decision.
+fn decide(
+    d: &DecisionOptions,
+    policy: &PolicyOptions,
+    lines: &[DifferenceLine],
+    shared_kinds: &[(String, SummaryKind)],
+    shared: &[SharedCase<'_>],
+    shared_ids: &HashSet<&str>,
+) -> DecisionResult {
+    let criteria: Vec<String> = match &d.criterion {
+        Some(c) => vec![c.clone()],
+        None => shared_kinds
+            .iter()
+            .filter(|(_, k)| *k == SummaryKind::Proportion)
+            .map(|(c, _)| c.clone())
+            .collect(),
+    };
+    let mut result = DecisionResult {
+        name: d.name.clone(),
+        kind: d.kind,
+        criteria: criteria.clone(),
+        margin_points: d.margin_points,
+        cases: d.cases.clone().unwrap_or_default(),
+        verdict: DecisionVerdict::InsufficientEvidence,
+        reason: String::new(),
+        interval_points: None,
+        detail: Vec::new(),
+    };
+    let line_of = |c: &str| lines.iter().find(|l| l.criterion == c);
+    let too_many_missing = criteria
+        .iter()
+        .filter_map(|c| line_of(c))
+        .find(|l| l.missing_share() > policy.max_missing_rate);
+    let too_many = |result: &mut DecisionResult, l: &DifferenceLine| {
+        result.verdict = DecisionVerdict::InsufficientEvidence;
+        result.reason = reason::TOO_MANY_MISSING.to_string();
+        result.detail = vec![format!(
+            "{}: {} of {} missing, above {:.1}%",
+            l.criterion,
+            l.missing,
+            l.paired + l.missing + l.excluded,
+            policy.max_missing_rate * 100.0
+        )];
+    };
+    match d.kind {
+        DecisionKind::NonInferiority | DecisionKind::Superiority => {
+            let Some(line) = criteria.first().and_then(|c| line_of(c)) else {
+                result.reason = reason::NO_PAIRED_OBSERVATIONS.to_string();
+                return result;
+            };
+            result.interval_points = line.interval_points;
+            if let Some(l) = too_many_missing {
+                too_many(&mut result, l);
+                return result;
+            }
+            let Some([lo, hi]) = line.interval_points else {
+                result.reason = reason::NO_PAIRED_OBSERVATIONS.to_string();
+                return result;
+            };
+            let interval = Interval::new(lo, hi);
+            let decision = match d.kind {
+                DecisionKind::NonInferiority => {
+                    non_inferiority(interval, d.margin_points.unwrap_or(f64::NAN))
+                }
+                _ => superiority(interval),
+            };
+            result.verdict = decision.verdict.into();
+            result.reason = decision.reason.to_string();
+        }
+        DecisionKind::NoRegression => {
+            let mut regressed = Vec::new();
+            let mut missing = Vec::new();
+            for id in d.cases.iter().flatten() {
+                let Some(case) = shared_ids
+                    .contains(id.as_str())
+                    .then(|| shared.iter().find(|s| &s.case.id == id))
+                    .flatten()
+                else {
+                    missing.push(format!("{id} (in one run only)"));
+                    continue;
+                };
+                let mut case_missing = Vec::new();
+                for c in &criteria {
+                    match pair(verdict_of(case.candidate, c), verdict_of(case.baseline, c)) {
+                        Pair::Paired(x, y) if x < y => regressed.push(format!(
+                            "{id}: {c} {} → {}",
+                            verdict_word(verdict_of(case.baseline, c)),
+                            verdict_word(verdict_of(case.candidate, c))
+                        )),
+                        Pair::Missing => case_missing.push(c.as_str()),
+                        _ => {}
+                    }
+                }
+                if !case_missing.is_empty() {
+                    missing.push(format!("{id} ({})", case_missing.join(", ")));
+                }
+            }
+            if !regressed.is_empty() {
+                result.verdict = DecisionVerdict::Fail;
+                result.reason = reason::CASE_REGRESSED.to_string();
+                result.detail = regressed;
+            } else if !missing.is_empty() {
+                result.reason = reason::CASE_MISSING.to_string();
+                result.detail = missing;
+            } else if let Some(l) = too_many_missing {
+                too_many(&mut result, l);
+            } else {
+                result.verdict = DecisionVerdict::Pass;
+                result.reason = reason::NO_CASE_REGRESSED.to_string();
+            }
+        }
+    }
+    result
+}
+
+/// Compares `candidate` with `baseline` under `policy`.
+///
+/// Pure: reads the two loaded runs and returns the comparison with its id; record it with
+/// [`record_comparison`].
+pub fn compare(
+    candidate: &LoadedRun,
+    baseline: &LoadedRun,
+    policy: &Policy,
+) -> Result<Comparison, CompareError> {
+    let _span = tracing::info_span!(
+        "compare",
+        candidate = %candidate.record.id,
+        baseline = %baseline.record.id
+    )
+    .entered();
+    policy.check(candidate, baseline)?;
+    let bootstrap = BootstrapSettings {
+        seed: baseline.settings.options.bootstrap.seed,
+        resamples: baseline.settings.options.bootstrap.resamples,
+    };
+    let by_id: HashMap<&str, usize> = candidate
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, (c, _, _))| (c.id.as_str(), i))
+        .collect();
+    let baseline_ids: HashSet<&str> = baseline
+        .cases
+        .iter()
+        .map(|(c, _, _)| c.id.as_str())
+        .collect();
+    let mut shared = Vec::new();
+    let mut sets = CaseSets {
+        shared: 0,
+        only_in_candidate: Vec::new(),
+        only_in_baseline: Vec::new(),
+        content_differs: Vec::new(),
+    };
+    for (case, trace, verdicts) in &baseline.cases {
+        match by_id.get(case.id.as_str()) {
+            Some(&i) => {
+                let (other, _, other_verdicts) = &candidate.cases[i];
+                if serde_json::to_value(case).ok() != serde_json::to_value(other).ok() {
+                    sets.content_differs.push(case.id.clone());
+                }
+                shared.push(SharedCase {
+                    case,
+                    trace: trace.as_ref(),
+                    baseline: verdicts,
+                    candidate: other_verdicts,
+                });
+            }
+            None => sets.only_in_baseline.push(case.id.clone()),
+        }
+    }
+    sets.only_in_candidate = candidate
+        .cases
+        .iter()
+        .map(|(c, _, _)| c.id.clone())
+        .filter(|id| !baseline_ids.contains(id.as_str()))
+        .collect();
+    sets.shared = shared.len() as u64;
+    let shared_ids: HashSet<&str> = shared.iter().map(|s| s.case.id.as_str()).collect();
+
+    let kinds = shared_criteria(candidate, baseline);
+    let only = |a: &LoadedRun, b: &LoadedRun| -> Vec<String> {
+        a.criteria
+            .iter()
+            .filter(|(c, _)| !b.criteria.iter().any(|(o, _)| o == c))
+            .map(|(c, _)| c.clone())
+            .collect()
+    };
+    let pairs_of = |members: &[&SharedCase<'_>], criterion: &str| -> Vec<Pair> {
+        members
+            .iter()
+            .map(|s| {
+                pair(
+                    verdict_of(s.candidate, criterion),
+                    verdict_of(s.baseline, criterion),
+                )
+            })
+            .collect()
+    };
+    let all: Vec<&SharedCase<'_>> = shared.iter().collect();
+    let lines: Vec<DifferenceLine> = kinds
+        .iter()
+        .map(|(c, k)| difference(c, *k, &pairs_of(&all, c), bootstrap))
+        .collect();
+
+    let mut exploratory = Vec::new();
+    for key in &baseline.settings.options.slices {
+        let mut groups: BTreeMap<String, Vec<&SharedCase<'_>>> = BTreeMap::new();
+        for s in &shared {
+            let empty;
+            let trace = match s.trace {
+                Some(t) => t,
+                None => {
+                    empty = Trace::new(&s.case.id);
+                    &empty
+                }
+            };
+            let outcome = CaseOutcome {
+                case: s.case,
+                trace,
+                verdicts: s.baseline,
+            };
+            groups
+                .entry(slice_value(key, &outcome))
+                .or_default()
+                .push(s);
+        }
+        let mut groups: Vec<(String, Vec<&SharedCase<'_>>)> = groups.into_iter().collect();
+        groups.sort_by(|a, b| slice_order(&a.0, &b.0));
+        for (value, members) in groups {
+            for (c, k) in &kinds {
+                exploratory.push(SliceLine {
+                    key: key.clone(),
+                    value: value.clone(),
+                    line: difference(c, *k, &pairs_of(&members, c), bootstrap),
+                });
+            }
+        }
+    }
+
+    let decisions: Vec<DecisionResult> = policy
+        .options
+        .decisions
+        .iter()
+        .map(|d| decide(d, &policy.options, &lines, &kinds, &shared, &shared_ids))
+        .collect();
+    let gate = if decisions.iter().all(|d| d.verdict == DecisionVerdict::Pass) {
+        Gate::Pass
+    } else {
+        Gate::Block
+    };
+
+    let mut changes: Vec<CaseChange> = shared
+        .iter()
+        .filter_map(|s| {
+            let changes: Vec<VerdictChange> = kinds
+                .iter()
+                .filter_map(|(c, _)| {
+                    change(c, verdict_of(s.candidate, c), verdict_of(s.baseline, c))
+                })
+                .collect();
+            let direction = changes.iter().map(|c| c.direction).min()?;
+            Some(CaseChange {
+                case_id: s.case.id.clone(),
+                direction,
+                changes,
+            })
+        })
+        .collect();
+    changes.sort_by_key(|c| c.direction);
+
+    let mut comparison = Comparison {
+        id: String::new(),
+        schema_version: COMPARISON_SCHEMA_VERSION,
+        candidate: candidate.record.id.clone(),
+        baseline: baseline.record.id.clone(),
+        confidence: CONFIDENCE,
+        bootstrap,
+        policy: policy.options.clone(),
+        cases: sets,
+        setting_differences: setting_differences(candidate, baseline),
+        criteria_only_in_candidate: only(candidate, baseline),
+        criteria_only_in_baseline: only(baseline, candidate),
+        criteria: lines,
+        exploratory,
+        decisions,
+        gate,
+        changes,
+    };
+    comparison.id = comparison.compute_id();
+    Ok(comparison)
+}
+
+/// Records a comparison in the store (re-recording the same id replaces it).
+pub fn record_comparison(
+    store: &mut SqliteStore,
+    comparison: &Comparison,
+) -> Result<(), StoreError> {
+    let json = serde_json::to_string(comparison).unwrap_or_default();
+    store.save_comparison(
+        &comparison.id,
+        &comparison.candidate,
+        &comparison.baseline,
+        &json,
+    )
+}
+
+/// Reads a recorded comparison back (`id` with or without the `sha256:` prefix).
+pub fn load_comparison(store: &SqliteStore, id: &str) -> Result<Option<Comparison>, EngineError> {
+    let id = if id.starts_with("sha256:") {
+        id.to_string()
+    } else {
+        format!("sha256:{id}")
+    };
+    let Some(record) = store.comparison(&id)? else {
+        return Ok(None);
+    };
+    let comparison: Comparison =
+        serde_json::from_str(&record.content_json).map_err(|source| EngineError::Corrupt {
+            what: format!("comparison {id}"),
+            source,
+        })?;
+    Ok(Some(comparison))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::RunSettings;
+    use oloproof_core::config::validate;
+    use std::path::PathBuf;
+
+    const CONFIG: &str = "system:
+  rag:
+    object: app:X
+    depth: 6
+    top_k: 2
+    token_budget: 40
+cases: cases.jsonl
+evaluators:
+  - {type: contains, criterion: answer_correct}
+  - {type: recall, k: 2}
+  - {type: ndcg, k: 6}
+slices: [metadata.topic]
+";
+
+    const POLICY: &str = "decisions:
+  - {name: answers-not-worse, criterion: answer_correct, kind: non_inferiority, margin_points: 5}
+  - {name: recall-better, criterion: recall_at_2, kind: superiority}
+  - {name: no-critical-regressions, kind: no_regression, cases: [c0, c1]}
+max_missing_rate: 0.0
+";
+
+    fn settings(token_budget: usize) -> RunSettings {
+        let doc = YamlDocument::parse("oloproof.yaml", CONFIG).unwrap();
+        let options = validate(&doc, &doc.value, &[]).unwrap();
+        // Built from JSON so that fields added later with a default do not break the test.
+        serde_json::from_value(serde_json::json!({
+            "config_path": "oloproof.yaml",
+            "config_dir": ".",
+            "options": options,
+            "system": {
+                "name": "x", "version": "1", "depth": 6, "top_k": 2,
+                "token_budget": token_budget, "index_version": null, "params": {},
+            },
+            "workers": 1,
+            "timeout_s": 60.0,
+            "use_cache": true,
+        }))
+        .unwrap()
+    }
+
+    /// A run whose case `i` has `verdicts(i)` = (answer_correct, recall_at_2, ndcg_at_6).
+    fn run(
+        id: &str,
+        n: usize,
+        token_budget: usize,
+        verdicts: impl Fn(usize) -> [Verdict; 3],
+    ) -> LoadedRun {
+        let settings = settings(token_budget);
+        let criteria = vec![
+            ("answer_correct".to_string(), SummaryKind::Proportion),
+            ("recall_at_2".to_string(), SummaryKind::Rate),
+            ("ndcg_at_6".to_string(), SummaryKind::Mean),
+        ];
+        let cases = (0..n)
+            .map(|i| {
+                let case: Case = serde_json::from_value(serde_json::json!({
+                    "id": format!("c{i}"),
+                    "input": {"question": format!("q{i}")},
+                    "metadata": {"topic": if i % 2 == 0 { "even" } else { "odd" }},
+                }))
+                .unwrap();
+                let vs = verdicts(i)
+                    .into_iter()
+                    .zip(&criteria)
+                    .map(|(verdict, (c, _))| CriterionVerdict {
+                        criterion: c.clone(),
+                        verdict,
+                        detail: Value::Null,
+                    })
+                    .collect();
+                let trace = Trace::new(&case.id);
+                (case, Some(trace), vs)
+            })
+            .collect();
+        LoadedRun {
+            record: oloproof_store::RunRecord {
+                id: id.to_string(),
+                created_ms: 0,
+                status: "complete".into(),
+                config_path: "oloproof.yaml".into(),
+                settings_json: serde_json::to_string(&settings).unwrap(),
+                identity: String::new(),
+                system_json: "{}".into(),
+                summary_json: None,
+                parent: None,
+                case_count: n as i64,
+                done_count: n as i64,
+            },
+            settings,
+            cases,
+            criteria,
+        }
+    }
+
+    fn same(i: usize) -> [Verdict; 3] {
+        [
+            Verdict::pass_if(i % 3 != 0),
+            Verdict::score(if i % 4 == 0 { 0.0 } else { 1.0 }),
+            Verdict::score(0.5 + (i % 5) as f64 / 10.0),
+        ]
+    }
+
+    fn policy(text: &str) -> Policy {
+        Policy::parse("compare.yaml", text).unwrap()
+    }
+
+    fn line<'a>(c: &'a Comparison, criterion: &str) -> &'a DifferenceLine {
+        c.criteria
+            .iter()
+            .find(|l| l.criterion == criterion)
+            .unwrap()
+    }
+
+    #[test]
+    fn thirteen_concordant_pairs_give_tangos_interval_and_block() {
+        let base = run("run_b", 13, 40, same);
+        let cand = run("run_c", 13, 120, same);
+        let c = compare(&cand, &base, &policy(POLICY)).unwrap();
+        let a = line(&c, "answer_correct");
+        assert_eq!(a.method, Some(DifferenceMethod::TangoScore));
+        assert_eq!(a.estimate_points, Some(0.0));
+        let [lo, hi] = a.interval_points.unwrap();
+        assert!(
+            (lo + 22.9).abs() < 1e-9 && (hi - 22.9).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!((a.paired, a.missing, a.excluded), (13, 0, 0));
+        // A rate whose values are all 0/1 is a proportion; nDCG is a mean (bootstrap, [0, 0]).
+        assert_eq!(
+            line(&c, "recall_at_2").method,
+            Some(DifferenceMethod::TangoScore)
+        );
+        let n = line(&c, "ndcg_at_6");
+        assert_eq!(n.method, Some(DifferenceMethod::PairedBootstrap));
+        assert_eq!(n.interval_points, Some([0.0, 0.0]));
+        let d = &c.decisions[0];
+        assert_eq!(d.verdict, DecisionVerdict::InsufficientEvidence);
+        assert_eq!(d.reason, "interval_overlaps_margin");
+        assert_eq!(c.decisions[1].reason, "interval_overlaps_zero");
+        assert_eq!(c.decisions[2].verdict, DecisionVerdict::Pass);
+        assert_eq!(c.decisions[2].reason, "no_case_regressed");
+        assert_eq!(c.decisions[2].criteria, ["answer_correct"]);
+        assert_eq!(c.gate, Gate::Block);
+        assert!(c.changes.is_empty());
+        assert_eq!(
+            c.setting_differences,
+            [SettingDifference {
+                path: "system.token_budget".into(),
+                baseline: serde_json::json!(40),
+                candidate: serde_json::json!(120),
+            }]
+        );
+        // Exploratory lines: one per slice value and criterion, in the baseline's slice values.
+        assert_eq!(c.exploratory.len(), 2 * 3);
+        assert_eq!(c.exploratory[0].value, "even");
+        assert_eq!(c.exploratory[0].line.paired, 7);
+    }
+
+    #[test]
+    fn missing_is_never_a_pass_and_excluded_is_counted_apart() {
+        let base = run("run_b", 10, 40, same);
+        let cand = run("run_c", 10, 40, |i| {
+            let mut v = same(i);
+            if i == 1 {
+                v = [
+                    Verdict::Missing {
+                        error: "boom".into(),
+                    },
+                    Verdict::Missing {
+                        error: "boom".into(),
+                    },
+                    Verdict::Missing {
+                        error: "boom".into(),
+                    },
+                ];
+            }
+            if i == 2 {
+                v[1] = Verdict::Excluded {
+                    reason: "no_relevance_labels".into(),
+                };
+            }
+            v
+        });
+        let c = compare(&cand, &base, &policy(POLICY)).unwrap();
+        let a = line(&c, "answer_correct");
+        assert_eq!((a.paired, a.missing, a.excluded), (9, 1, 0));
+        let r = line(&c, "recall_at_2");
+        assert_eq!((r.paired, r.missing, r.excluded), (8, 1, 1));
+        // max_missing_rate 0: the answer decision cannot be decided; c1 is watched and missing.
+        assert_eq!(c.decisions[0].reason, "too_many_missing");
+        assert_eq!(c.decisions[2].reason, "case_missing");
+        assert_eq!(c.decisions[2].detail, ["c1 (answer_correct)"]);
+        // The case whose verdicts went missing is a change, not a regression.
+        assert_eq!(c.changes.len(), 2);
+        assert!(c
+            .changes
+            .iter()
+            .all(|ch| ch.direction == ChangeDirection::Other));
+    }
+
+    #[test]
+    fn unshared_cases_are_listed_not_compared() {
+        let base = run("run_b", 10, 40, same);
+        let mut cand = run("run_c", 12, 40, same);
+        cand.cases.remove(0);
+        let c = compare(
+            &cand,
+            &base,
+            &policy(POLICY.replace("c0, c1", "c1").as_str()),
+        )
+        .unwrap();
+        assert_eq!(c.cases.shared, 9);
+        assert_eq!(c.cases.only_in_baseline, ["c0"]);
+        assert_eq!(c.cases.only_in_candidate, ["c10", "c11"]);
+        assert_eq!(line(&c, "answer_correct").paired, 9);
+    }
+
+    #[test]
+    fn regressions_fail_the_watch_and_come_first() {
+        let base = run("run_b", 13, 40, same);
+        let cand = run("run_c", 13, 40, |i| {
+            let mut v = same(i);
+            match i {
+                1 => v[0] = Verdict::Fail,       // pass → fail
+                3 => v[0] = Verdict::Pass,       // fail → pass
+                5 => v[2] = Verdict::score(0.9), // 0.5 → 0.9
+                _ => {}
+            }
+            v
+        });
+        let c = compare(&cand, &base, &policy(POLICY)).unwrap();
+        let a = line(&c, "answer_correct");
+        assert_eq!(
+            (a.improved, a.regressed, a.estimate_points),
+            (Some(1), Some(1), Some(0.0))
+        );
+        let watch = &c.decisions[2];
+        assert_eq!(
+            (watch.verdict, watch.reason.as_str()),
+            (DecisionVerdict::Fail, "case_regressed")
+        );
+        assert_eq!(watch.detail, ["c1: answer_correct pass → fail"]);
+        let order: Vec<(&str, ChangeDirection)> = c
+            .changes
+            .iter()
+            .map(|ch| (ch.case_id.as_str(), ch.direction))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("c1", ChangeDirection::Regression),
+                ("c3", ChangeDirection::Improvement),
+                ("c5", ChangeDirection::Improvement)
+            ]
+        );
+        assert_eq!(c.changes[2].changes[0].baseline, "0.500");
+    }
+
+    #[test]
+    fn a_clear_improvement_passes_the_gate() {
+        let base = run("run_b", 200, 40, |i| {
+            let mut v = same(i);
+            v[0] = Verdict::pass_if(i % 2 == 0);
+            v[1] = Verdict::score(if i % 2 == 0 { 1.0 } else { 0.0 });
+            v
+        });
+        let cand = run("run_c", 200, 40, same);
+        let p = policy(
+            "decisions:
+  - {name: answers-not-worse, criterion: answer_correct, kind: non_inferiority, margin_points: 5}
+  - {name: recall-better, criterion: recall_at_2, kind: superiority}
+",
+        );
+        let c = compare(&cand, &base, &p).unwrap();
+        assert_eq!(c.decisions[0].reason, "interval_above_margin");
+        assert_eq!(c.decisions[1].reason, "interval_above_zero");
+        assert_eq!(c.gate, Gate::Pass);
+    }
+
+    #[test]
+    fn nothing_paired_has_no_interval() {
+        let base = run("run_b", 3, 40, same);
+        let cand = run("run_c", 3, 40, |_| {
+            [
+                Verdict::Missing { error: "x".into() },
+                Verdict::Missing { error: "x".into() },
+                Verdict::Missing { error: "x".into() },
+            ]
+        });
+        let p = policy("decisions:\n  - {name: a, criterion: answer_correct, kind: superiority}\nmax_missing_rate: 1\n");
+        let c = compare(&cand, &base, &p).unwrap();
+        let a = line(&c, "answer_correct");
+        assert_eq!((a.paired, a.method, a.interval_points), (0, None, None));
+        assert_eq!(c.decisions[0].reason, "no_paired_observations");
+    }
+
+    #[test]
+    fn the_id_is_stable_and_content_addressed() {
+        let base = run("run_b", 13, 40, same);
+        let cand = run("run_c", 13, 120, same);
+        let a = compare(&cand, &base, &policy(POLICY)).unwrap();
+        let b = compare(&cand, &base, &policy(POLICY)).unwrap();
+        assert_eq!(a.id, b.id);
+        assert!(a.id.starts_with("sha256:") && a.id.len() == 7 + 64);
+        assert_eq!(a.id, a.compute_id());
+        let other = compare(
+            &cand,
+            &base,
+            &policy(&POLICY.replace("margin_points: 5", "margin_points: 6")),
+        )
+        .unwrap();
+        assert_ne!(a.id, other.id);
+        // Round trip through the store.
+        let dir = tempdir();
+        let mut store = SqliteStore::open(&dir.join("s.db")).unwrap();
+        record_comparison(&mut store, &a).unwrap();
+        let back = load_comparison(&store, a.id.trim_start_matches("sha256:"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.compute_id(), a.id);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn tempdir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "oloproof-compare-test-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn policy_error(text: &str) -> SourceError {
+        Policy::parse("compare.yaml", text).unwrap_err()
+    }
+
+    fn check_error(text: &str) -> SourceError {
+        let base = run("run_b", 3, 40, same);
+        let cand = run("run_c", 3, 40, same);
+        compare(&cand, &base, &policy(text))
+            .map(|_| ())
+            .map_err(|CompareError::Policy(e)| e)
+            .unwrap_err()
+    }
+
+    /// `compare.yaml:LINE:COL` of the first `needle` on line `line` of `text`.
+    fn at(text: &str, line: usize, needle: &str) -> String {
+        let col = text.lines().nth(line - 1).unwrap().find(needle).unwrap() + 1;
+        format!("compare.yaml:{line}:{col}")
+    }
+
+    #[test]
+    fn policy_errors_are_located() {
+        let text = "decisions:\n  - {name: a, criterion: answer_correct, kind: non_inferiority, margn_points: 5}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "unknown key `margn_points`");
+        assert_eq!(e.location(), at(text, 2, "margn_points"));
+        assert_eq!(e.help.as_deref(), Some("did you mean `margin_points`?"));
+
+        let text = "decisions:\n  - {name: a, criterion: answer_correct, kind: non_inferiority, margin_points: -5}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "the margin must be a positive number of points");
+        assert_eq!(e.location(), at(text, 2, "-5"));
+
+        let text = "decisions:\n  - {name: a, criterion: x, kind: superiority}\n  - {name: a, criterion: y, kind: superiority}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "decision `a` is declared twice");
+        assert_eq!(e.location(), at(text, 3, "a,"));
+
+        let e = policy_error("decisions:\n  - {name: a, criterion: x, kind: non_inferiority}\n");
+        assert_eq!(e.message, "missing key `margin_points`");
+
+        let e = policy_error(
+            "decisions:\n  - {name: a, criterion: x, kind: superiority, margin_points: 1}\n",
+        );
+        assert_eq!(
+            e.message,
+            "`margin_points` does not apply to a superiority decision"
+        );
+
+        let e = policy_error("decisions:\n  - {name: a, criterion: x, kind: better}\n");
+        assert_eq!(e.message, "unknown value `better`");
+
+        let e = policy_error("decisions: []\n");
+        assert_eq!(e.message, "the policy declares no decisions");
+
+        let text =
+            "decisions:\n  - {name: a, criterion: x, kind: superiority}\nmax_missing_rate: 2\n";
+        let e = policy_error(text);
+        assert_eq!(e.location(), at(text, 3, "2"));
+    }
+
+    #[test]
+    fn policy_errors_found_against_the_runs_are_located() {
+        let text = "decisions:\n  - {name: a, criterion: answer_corect, kind: superiority}\n";
+        let e = check_error(text);
+        assert_eq!(e.message, "unknown criterion `answer_corect`");
+        assert_eq!(e.location(), at(text, 2, "answer_corect"));
+        assert_eq!(e.help.as_deref(), Some("did you mean `answer_correct`?"));
+
+        let text = "decisions:\n  - {name: a, kind: no_regression, cases: [c0, c9]}\n";
+        let e = check_error(text);
+        assert_eq!(e.message, "unknown case `c9`: in neither run");
+        assert_eq!(e.location(), at(text, 2, "c9"));
+    }
+}

@@ -1,0 +1,336 @@
+//! Rendering of `oloproof compare` (the difference lines, exploratory slices, decisions and
+//! the gate) and of `oloproof inspect sha256:<comparison>` (the cases whose verdict changed).
+//!
+//! ```
+//! use oloproof_report::compare::format_points;
+//! assert_eq!(format_points(0.0), "+0.0");
+//! assert_eq!(format_points(-22.9), "-22.9");
+//! ```
+
+use oloproof_engine::compare::{
+    CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionResult, DifferenceLine, Gate,
+};
+use serde_json::Value;
+
+/// Most case ids listed inline in a note before `…`.
+const LISTED_IDS: usize = 5;
+
+/// A number of points with its sign always shown and one decimal: `+0.0`, `-22.9`.
+pub fn format_points(x: f64) -> String {
+    let s = format!("{x:+.1}");
+    if s == "-0.0" {
+        "+0.0".to_string()
+    } else {
+        s
+    }
+}
+
+/// `+0.0 points [-22.9, +22.9] · 13 paired · 0 missing · 0 excluded` (without the criterion).
+pub fn difference_text(line: &DifferenceLine) -> String {
+    let counts = format!(
+        "{} paired · {} missing · {} excluded",
+        line.paired, line.missing, line.excluded
+    );
+    let Some(estimate) = line.estimate_points else {
+        return format!("no paired observations · {counts}");
+    };
+    let interval = match (line.interval_points, &line.no_interval) {
+        (Some([lo, hi]), _) => format!("[{}, {}]", format_points(lo), format_points(hi)),
+        (None, Some(why)) => format!("(no interval: {why})"),
+        (None, None) => "(no interval)".to_string(),
+    };
+    format!("{} points {interval} · {counts}", format_points(estimate))
+}
+
+fn listed(ids: &[String]) -> String {
+    let mut shown: Vec<&str> = ids.iter().take(LISTED_IDS).map(String::as_str).collect();
+    if ids.len() > LISTED_IDS {
+        shown.push("…");
+    }
+    shown.join(", ")
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn setting_value(v: &Value) -> String {
+    match v {
+        Value::Null => "unset".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What a decision's criterion column says.
+fn decision_criterion(d: &DecisionResult) -> String {
+    match (d.kind, d.criteria.as_slice()) {
+        (DecisionKind::NoRegression, [one]) => one.clone(),
+        (DecisionKind::NoRegression, _) => "pass/fail criteria".to_string(),
+        (_, criteria) => criteria.join(", "),
+    }
+}
+
+/// What a decision's test column says: `non-inferiority, margin 5.0 points`.
+fn decision_test(d: &DecisionResult) -> String {
+    match d.kind {
+        DecisionKind::NonInferiority => format!(
+            "non-inferiority, margin {:.1} points",
+            d.margin_points.unwrap_or(f64::NAN)
+        ),
+        DecisionKind::Superiority => "superiority".to_string(),
+        DecisionKind::NoRegression => format!("no regression on {}", listed(&d.cases)),
+    }
+}
+
+/// The `Decisions` block, columns aligned.
+pub fn decisions_block(decisions: &[DecisionResult]) -> String {
+    let rows: Vec<[String; 5]> = decisions
+        .iter()
+        .map(|d| {
+            let reason = if d.detail.is_empty() {
+                d.reason.clone()
+            } else {
+                format!("{} ({})", d.reason, d.detail.join("; "))
+            };
+            [
+                d.name.clone(),
+                decision_criterion(d),
+                decision_test(d),
+                d.verdict.as_str().to_string(),
+                reason,
+            ]
+        })
+        .collect();
+    let mut widths = [0usize; 4];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::from("Decisions\n");
+    for row in &rows {
+        out.push_str("  ");
+        for (cell, w) in row.iter().zip(widths) {
+            let pad = w - cell.chars().count();
+            out.push_str(cell);
+            out.push_str(&" ".repeat(pad + 2));
+        }
+        out.push_str(&row[4]);
+        out.push('\n');
+    }
+    out
+}
+
+/// `Gate: PASS (exit 0)` or `Gate: BLOCK (exit 3)`.
+pub fn gate_line(gate: Gate) -> String {
+    match gate {
+        Gate::Pass => "Gate: PASS (exit 0)\n".to_string(),
+        Gate::Block => "Gate: BLOCK (exit 3)\n".to_string(),
+    }
+}
+
+/// The notes that qualify a comparison: unshared cases, cases whose content differs, settings
+/// that differ, criteria of one run only. Empty when the runs are like for like.
+pub fn comparison_notes(c: &Comparison) -> String {
+    let mut out = String::new();
+    let sets = &c.cases;
+    if !sets.only_in_candidate.is_empty() || !sets.only_in_baseline.is_empty() {
+        let mut parts = Vec::new();
+        if !sets.only_in_candidate.is_empty() {
+            parts.push(format!(
+                "{} only in the candidate ({})",
+                sets.only_in_candidate.len(),
+                listed(&sets.only_in_candidate)
+            ));
+        }
+        if !sets.only_in_baseline.is_empty() {
+            parts.push(format!(
+                "{} only in the baseline ({})",
+                sets.only_in_baseline.len(),
+                listed(&sets.only_in_baseline)
+            ));
+        }
+        out.push_str(&format!(
+            "Compared over the {} shared cases only; {}\n",
+            sets.shared,
+            parts.join(", ")
+        ));
+    }
+    if !sets.content_differs.is_empty() {
+        out.push_str(&format!(
+            "{} differ in content between the runs (input, expected or metadata): {}\n",
+            plural(sets.content_differs.len(), "shared case", "shared cases"),
+            listed(&sets.content_differs)
+        ));
+    }
+    if !c.setting_differences.is_empty() {
+        out.push_str("Settings differ between the runs (baseline → candidate):\n");
+        for d in &c.setting_differences {
+            out.push_str(&format!(
+                "  {}: {} → {}\n",
+                d.path,
+                setting_value(&d.baseline),
+                setting_value(&d.candidate)
+            ));
+        }
+    }
+    let mut one_side = Vec::new();
+    one_side.extend(
+        c.criteria_only_in_candidate
+            .iter()
+            .map(|n| format!("{n} (candidate)")),
+    );
+    one_side.extend(
+        c.criteria_only_in_baseline
+            .iter()
+            .map(|n| format!("{n} (baseline)")),
+    );
+    if !one_side.is_empty() {
+        out.push_str(&format!(
+            "Not compared, in one run only: {}\n",
+            one_side.join(", ")
+        ));
+    }
+    out
+}
+
+/// The whole `oloproof compare` report.
+pub fn comparison_report(c: &Comparison) -> String {
+    let mut out = format!(
+        "Comparison {} of {} against {} · {}\n",
+        c.id,
+        c.candidate,
+        c.baseline,
+        plural(c.cases.shared as usize, "paired case", "paired cases")
+    );
+    out.push_str(&comparison_notes(c));
+    for line in &c.criteria {
+        out.push_str(&format!("{}: {}\n", line.criterion, difference_text(line)));
+    }
+    if !c.exploratory.is_empty() {
+        out.push_str("Exploratory (per slice; not decisions)\n");
+        for s in &c.exploratory {
+            out.push_str(&format!(
+                "  {} = {} · {}: {}\n",
+                s.key,
+                s.value,
+                s.line.criterion,
+                difference_text(&s.line)
+            ));
+        }
+    }
+    out.push_str(&decisions_block(&c.decisions));
+    out.push_str(&gate_line(c.gate));
+    out.push_str(&format!("Cases: oloproof inspect {}\n", c.id));
+    out
+}
+
+fn change_line(change: &CaseChange) -> String {
+    let parts: Vec<String> = change
+        .changes
+        .iter()
+        .map(|v| format!("{} {} → {}", v.criterion, v.baseline, v.candidate))
+        .collect();
+    format!("  {}: {}\n", change.case_id, parts.join(", "))
+}
+
+/// `oloproof inspect sha256:<comparison>`: the cases whose verdict changed, regressions first.
+pub fn comparison_cases(c: &Comparison) -> String {
+    let mut out = format!(
+        "Comparison {} of {} against {} · {} of {} changed\n",
+        c.id,
+        c.candidate,
+        c.baseline,
+        c.changes.len(),
+        plural(c.cases.shared as usize, "paired case", "paired cases")
+    );
+    if c.changes.is_empty() {
+        out.push_str("No verdict changed on any paired case.\n");
+        return out;
+    }
+    for (direction, heading) in [
+        (ChangeDirection::Regression, "Regressed"),
+        (ChangeDirection::Other, "Missing or excluded in one run"),
+        (ChangeDirection::Improvement, "Improved"),
+    ] {
+        let group: Vec<&CaseChange> = c
+            .changes
+            .iter()
+            .filter(|ch| ch.direction == direction)
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{heading} ({})\n", group.len()));
+        for ch in group {
+            out.push_str(&change_line(ch));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_engine::compare::{DecisionVerdict, DifferenceMethod};
+
+    fn line(estimate: Option<f64>, interval: Option<[f64; 2]>) -> DifferenceLine {
+        DifferenceLine {
+            criterion: "answer_correct".into(),
+            method: estimate.map(|_| DifferenceMethod::TangoScore),
+            estimate_points: estimate,
+            interval_points: interval,
+            no_interval: None,
+            paired: 13,
+            missing: 0,
+            excluded: 0,
+            improved: None,
+            regressed: None,
+        }
+    }
+
+    #[test]
+    fn the_seeds_line() {
+        assert_eq!(
+            difference_text(&line(Some(0.0), Some([-22.9, 22.9]))),
+            "+0.0 points [-22.9, +22.9] · 13 paired · 0 missing · 0 excluded"
+        );
+        let nothing = DifferenceLine {
+            paired: 0,
+            missing: 13,
+            ..line(None, None)
+        };
+        assert_eq!(
+            difference_text(&nothing),
+            "no paired observations · 0 paired · 13 missing · 0 excluded"
+        );
+        assert_eq!(format_points(-0.0), "+0.0");
+    }
+
+    #[test]
+    fn decision_columns_align() {
+        let d = |name: &str, criterion: &str, margin: f64| DecisionResult {
+            name: name.into(),
+            kind: DecisionKind::NonInferiority,
+            criteria: vec![criterion.into()],
+            margin_points: Some(margin),
+            cases: vec![],
+            verdict: DecisionVerdict::InsufficientEvidence,
+            reason: "interval_overlaps_margin".into(),
+            interval_points: Some([-22.9, 22.9]),
+            detail: vec![],
+        };
+        let block = decisions_block(&[
+            d("answers-not-worse", "answer_correct", 5.0),
+            d("citations-not-worse", "citations_valid", 2.0),
+        ]);
+        assert_eq!(
+            block,
+            "Decisions
+  answers-not-worse    answer_correct   non-inferiority, margin 5.0 points  INSUFFICIENT_EVIDENCE  interval_overlaps_margin
+  citations-not-worse  citations_valid  non-inferiority, margin 2.0 points  INSUFFICIENT_EVIDENCE  interval_overlaps_margin
+"
+        );
+    }
+}
