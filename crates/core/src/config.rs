@@ -97,6 +97,9 @@ pub struct RagOptions {
     /// A program speaking the worker protocol, run without a shell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// An HTTP endpoint taking the worker protocol's requests as POST bodies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
     /// Candidates retrieved per case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<usize>,
@@ -421,10 +424,14 @@ pub fn validate(
         attribute(e, overrides, &key)
     })?;
     let rag = &options.system.rag;
-    let connectors = [rag.object.is_some(), rag.command.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
+    let connectors = [
+        rag.object.is_some(),
+        rag.command.is_some(),
+        rag.http.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
     if connectors != 1 {
         let mut err = doc.error_at(
             "system.rag",
@@ -436,7 +443,7 @@ pub fn validate(
             },
         );
         err.expected = Some(
-            "exactly one of `object: module:Class` or `command: [program, args…]`".to_string(),
+            "exactly one of `object: module:Class`, `command: [program, args…]` or `http: http://host:port/path`".to_string(),
         );
         return Err(err);
     }
@@ -452,6 +459,17 @@ pub fn validate(
             );
             err.expected = Some("module:Class, e.g. app:SupportRag".to_string());
             return Err(attribute(err, overrides, "system.rag.object"));
+        }
+    }
+    if let Some(url) = &rag.http {
+        if !url.starts_with("http://") {
+            let mut err = doc.error_at(
+                "system.rag.http",
+                true,
+                format!("`{url}` is not an http:// URL"),
+            );
+            err.expected = Some("http://host:port/path (plain HTTP in this build)".to_string());
+            return Err(attribute(err, overrides, "system.rag.http"));
         }
     }
     if rag.command.as_ref().is_some_and(Vec::is_empty) {

@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 
 use crate::evaluate::{judge_ranking, SummaryKind};
 use crate::run::{execute_pending, load_run, shim, LoadedRun, RunObserver};
-use crate::settings::{worker_options, Intervention, RunSettings};
+use crate::settings::{connector_spec, Intervention, RunSettings};
 use crate::summary::CacheCounts;
 use crate::EngineError;
 
@@ -310,7 +310,7 @@ fn run_child(
         parent: Some(&parent.record.id),
         cases: &rows,
     })?;
-    let options = worker_options(&settings.options, &settings.config_dir, &shim(store_path)?);
+    let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     let outcome = execute_pending(
         store, store_path, &run_id, &settings, options, None, 1.0, recorded, observer,
     )?;

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oloproof_connect::{install_python_shim, WorkerConnection, WorkerOptions};
+use oloproof_connect::{install_python_shim, ConnectorSpec};
 use oloproof_core::case::Case;
 use oloproof_core::config::ProjectConfig;
 use oloproof_core::identity::content_hash;
@@ -24,7 +24,7 @@ use crate::evaluate::{build, Evaluator};
 use crate::execute::{
     execute_case, execution_key, layer, CacheReader, CacheWrite, ConnectionSource,
 };
-use crate::settings::{timeout, worker_count, worker_options, RunSettings, SystemSettings};
+use crate::settings::{connector_spec, timeout, worker_count, RunSettings, SystemSettings};
 use crate::summary::{summarize, CacheCounts, CaseOutcome, RunSummary, SummaryInputs};
 use crate::EngineError;
 
@@ -102,8 +102,8 @@ pub fn start_run(
 ) -> Result<RunOutcome, EngineError> {
     let store_path = config.store_path();
     let mut store = SqliteStore::open(&store_path)?;
-    let options = worker_options(&config.options, &config.dir, &shim(&store_path)?);
-    let first = WorkerConnection::connect(options.clone()).map_err(EngineError::System)?;
+    let options = connector_spec(&config.options, &config.dir, &shim(&store_path)?);
+    let first = options.connect().map_err(EngineError::System)?;
     let system = SystemSettings::resolve(&config.options, first.info()).map_err(|message| {
         EngineError::System(StageError {
             stage: "hello".into(),
@@ -192,7 +192,7 @@ pub fn resume_run(
             reason: "it is a child run of a diagnosis; run the diagnosis again".into(),
         });
     }
-    let options = worker_options(&settings.options, &settings.config_dir, &shim(store_path)?);
+    let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     store.reopen_run(run_id)?;
     let max_error_rate = flags
         .max_error_rate
@@ -360,16 +360,16 @@ pub fn load_run(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, EngineEr
 
 /// A connection started on first use and restarted by the connection itself after failures.
 struct LazyConnection {
-    options: WorkerOptions,
-    conn: Option<WorkerConnection>,
+    options: ConnectorSpec,
+    conn: Option<Box<dyn SystemConnection>>,
 }
 
 impl ConnectionSource for LazyConnection {
     fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
         if self.conn.is_none() {
-            self.conn = Some(WorkerConnection::connect(self.options.clone())?);
+            self.conn = Some(self.options.connect()?);
         }
-        Ok(self.conn.as_mut().expect("connection set above"))
+        Ok(self.conn.as_deref_mut().expect("connection set above"))
     }
 }
 
@@ -439,8 +439,8 @@ pub(crate) fn execute_pending(
     store_path: &Path,
     run_id: &str,
     settings: &RunSettings,
-    options: WorkerOptions,
-    first: Option<WorkerConnection>,
+    options: ConnectorSpec,
+    first: Option<Box<dyn SystemConnection>>,
     max_error_rate: f64,
     recorded: &std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
     observer: &mut dyn RunObserver,

@@ -13,7 +13,7 @@ use oloproof_core::system::SystemInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use oloproof_connect::{WorkerCommand, WorkerOptions};
+use oloproof_connect::{ConnectorSpec, HttpOptions, WorkerCommand, WorkerOptions};
 
 /// Default per-request timeout.
 pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
@@ -172,6 +172,24 @@ pub fn timeout(rag: &RagOptions) -> f64 {
     rag.timeout_s
         .filter(|t| *t > 0.0)
         .unwrap_or(DEFAULT_TIMEOUT_S)
+}
+
+/// How to reach the system: an HTTP endpoint, or the command that starts one worker; with the
+/// hello params.
+pub fn connector_spec(
+    options: &ProjectOptions,
+    config_dir: &Path,
+    shim_dir: &Path,
+) -> ConnectorSpec {
+    let worker = worker_options(options, config_dir, shim_dir);
+    match &options.system.rag.http {
+        Some(url) => ConnectorSpec::Http(HttpOptions {
+            url: url.clone(),
+            timeout: worker.timeout,
+            params: worker.params,
+        }),
+        None => ConnectorSpec::Worker(worker),
+    }
 }
 
 /// The command that starts one worker, and its hello params.

@@ -1,0 +1,269 @@
+//! The HTTP connector: `http: URL` in `oloproof.yaml`.
+//!
+//! Each request of the worker protocol (`docs/protocol.md`) is POSTed as its JSON object to the
+//! URL, and the response body is the protocol's response object (`{"id", "ok"}` or
+//! `{"id", "error"}`). The system is stateless from Oloproof's side: `hello` is sent once per
+//! connection, and every worker thread holds its own connection, so `workers` bounds the
+//! number of requests in flight. Plain `http://` only in this build.
+
+use std::time::Duration;
+
+use oloproof_core::context::ContextPassage;
+use oloproof_core::passage::{Passage, Retrieval};
+use oloproof_core::system::{SystemConnection, SystemInfo};
+use oloproof_core::trace::{ErrorKind, StageError};
+use serde_json::{json, Map, Value};
+
+use crate::worker::PROTOCOL_VERSION;
+
+/// Where and how to reach an HTTP system.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The endpoint every request is POSTed to.
+    pub url: String,
+    /// Longest a single request may take.
+    pub timeout: Duration,
+    /// Parameters sent in `hello` (the config's overrides).
+    pub params: Map<String, Value>,
+}
+
+/// A connection to an HTTP system.
+pub struct HttpConnection {
+    options: HttpOptions,
+    agent: ureq::Agent,
+    info: SystemInfo,
+    next_id: u64,
+}
+
+fn error(stage: &str, kind: ErrorKind, message: String) -> StageError {
+    StageError {
+        stage: stage.into(),
+        kind,
+        error_type: None,
+        message,
+        traceback: None,
+        stderr_tail: Vec::new(),
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    let flat: String = s.chars().take(300).collect();
+    if s.chars().count() > 300 {
+        format!("{flat}…")
+    } else {
+        flat
+    }
+}
+
+impl HttpConnection {
+    /// Connects (sends `hello`).
+    pub fn connect(options: HttpOptions) -> Result<Self, StageError> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(options.timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut conn = HttpConnection {
+            options,
+            agent,
+            info: SystemInfo {
+                protocol: PROTOCOL_VERSION,
+                name: String::new(),
+                version: String::new(),
+                defaults: Map::new(),
+                ops: Vec::new(),
+            },
+            next_id: 1,
+        };
+        let reply = conn.request(
+            "hello",
+            json!({"protocol": PROTOCOL_VERSION, "params": conn.options.params}),
+        )?;
+        conn.info = serde_json::from_value(reply.clone()).map_err(|e| {
+            error(
+                "hello",
+                ErrorKind::Protocol,
+                format!("bad hello reply ({e}): {}", excerpt(&reply.to_string())),
+            )
+        })?;
+        if conn.info.protocol != PROTOCOL_VERSION {
+            return Err(error(
+                "hello",
+                ErrorKind::Protocol,
+                format!(
+                    "the system speaks protocol {}, this oloproof speaks {PROTOCOL_VERSION}",
+                    conn.info.protocol
+                ),
+            ));
+        }
+        Ok(conn)
+    }
+
+    fn request(&mut self, op: &str, payload: Value) -> Result<Value, StageError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut body = match payload {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        body.insert("id".into(), json!(id));
+        body.insert("op".into(), json!(op));
+        let url = &self.options.url;
+        let response = self.agent.post(url).send_json(Value::Object(body));
+        let mut response = match response {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => {
+                return Err(error(
+                    op,
+                    ErrorKind::Timeout,
+                    format!(
+                        "no response from {url} within {:.1}s",
+                        self.options.timeout.as_secs_f64()
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err(error(
+                    op,
+                    ErrorKind::Crash,
+                    format!("cannot reach {url}: {e}"),
+                ))
+            }
+        };
+        let status = response.status();
+        let text = response.body_mut().read_to_string().map_err(|e| {
+            error(
+                op,
+                ErrorKind::Protocol,
+                format!("cannot read the response of {url}: {e}"),
+            )
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|_| {
+            error(
+                op,
+                ErrorKind::Protocol,
+                format!(
+                    "{url} answered HTTP {status} with a body that is not JSON: {}",
+                    excerpt(&text)
+                ),
+            )
+        })?;
+        if let Some(ok) = value.get("ok") {
+            return Ok(ok.clone());
+        }
+        if let Some(err) = value.get("error") {
+            let field = |k: &str| err.get(k).and_then(Value::as_str).map(str::to_string);
+            return Err(StageError {
+                stage: op.into(),
+                kind: ErrorKind::Raised,
+                error_type: field("type"),
+                message: field("message").unwrap_or_else(|| err.to_string()),
+                traceback: field("traceback"),
+                stderr_tail: Vec::new(),
+            });
+        }
+        Err(error(
+            op,
+            ErrorKind::Protocol,
+            format!(
+                "{url} answered HTTP {status} without `ok` or `error`: {}",
+                excerpt(&text)
+            ),
+        ))
+    }
+}
+
+impl SystemConnection for HttpConnection {
+    fn info(&self) -> &SystemInfo {
+        &self.info
+    }
+
+    fn retrieve(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<Retrieval, StageError> {
+        let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
+        let mut r: Retrieval = serde_json::from_value(reply.clone()).map_err(|e| {
+            error(
+                "retrieve",
+                ErrorKind::Protocol,
+                format!("bad retrieve reply ({e}): {}", excerpt(&reply.to_string())),
+            )
+        })?;
+        r.candidates.truncate(depth);
+        Ok(r)
+    }
+
+    fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
+        if passages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reply = self.request("count_tokens", json!({"passages": passages}))?;
+        serde_json::from_value::<Vec<usize>>(reply.clone())
+            .ok()
+            .filter(|c| c.len() == passages.len())
+            .ok_or_else(|| {
+                error(
+                    "count_tokens",
+                    ErrorKind::Protocol,
+                    format!(
+                        "expected {} non-negative integers, got {}",
+                        passages.len(),
+                        excerpt(&reply.to_string())
+                    ),
+                )
+            })
+    }
+
+    fn generate(
+        &mut self,
+        input: &Map<String, Value>,
+        context: &[ContextPassage],
+    ) -> Result<Map<String, Value>, StageError> {
+        match self.request("generate", json!({"input": input, "context": context}))? {
+            Value::Object(m) => Ok(m),
+            Value::String(s) => {
+                let mut m = Map::new();
+                m.insert("answer".into(), Value::String(s));
+                m.insert("citations".into(), json!([]));
+                Ok(m)
+            }
+            other => Err(error(
+                "generate",
+                ErrorKind::Protocol,
+                format!(
+                    "generate must return an object or a string, got {}",
+                    excerpt(&other.to_string())
+                ),
+            )),
+        }
+    }
+
+    fn rerank(
+        &mut self,
+        function: &str,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<Vec<Passage>, StageError> {
+        let reply = self.request(
+            "rerank",
+            json!({"function": function, "input": input, "candidates": candidates}),
+        )?;
+        reply
+            .get("candidates")
+            .cloned()
+            .and_then(|c| serde_json::from_value::<Vec<Passage>>(c).ok())
+            .ok_or_else(|| {
+                error(
+                    "rerank",
+                    ErrorKind::Protocol,
+                    format!("bad rerank reply: {}", excerpt(&reply.to_string())),
+                )
+            })
+    }
+
+    fn take_stderr(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
