@@ -4,5 +4,6 @@
 #![warn(missing_docs)]
 
 pub mod fusion;
+pub mod ingest;
 pub mod ranking;
 pub mod text;
