@@ -1,0 +1,778 @@
+//! `JudgeClient`: one configured judge, safe to share between worker threads.
+//!
+//! A call goes: limiter slot for the endpoint → HTTP request → on 429 halve the endpoint's
+//! limit and wait `Retry-After` (or the backoff) → on 5xx, 408, timeouts and connection errors
+//! wait an exponential backoff with jitter → at most `max_retries` retries → parse the reply →
+//! validate against the schema and the caller's check → on failure one repair request (the
+//! conversation plus the model's raw reply and a user message stating the error) → the
+//! judgment, or [`JudgeError::InvalidOutput`].
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Value};
+
+use crate::cache::{cache_key, CallRecord, JudgeCache};
+use crate::error::JudgeError;
+use crate::limiter::{self, Limiter};
+use crate::request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
+use crate::schema;
+use crate::settings::{JudgeSettings, Provider, StructuredOutput};
+
+/// The `anthropic-version` header sent to the Messages API.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Texts per `/embeddings` request.
+pub const EMBED_BATCH: usize = 64;
+/// The longest `Retry-After` honoured; longer values are capped to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+/// The name of the single tool offered to Anthropic models for structured output.
+pub const ANTHROPIC_TOOL: &str = "record_judgment";
+
+/// Running totals of a client, for run-level usage, cost and `--max-cost`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UsageTotals {
+    /// Successful HTTP responses (chat and embeddings) that reported usage.
+    pub calls: u64,
+    /// Tokens billed.
+    pub usage: Usage,
+    /// Cost in dollars (0 without prices).
+    pub cost_usd: f64,
+}
+
+/// A configured judge. `Send + Sync`: share it (e.g. in an `Arc`) between worker threads.
+pub struct JudgeClient {
+    name: String,
+    settings: JudgeSettings,
+    agent: ureq::Agent,
+    limiter: Arc<Limiter>,
+    backoff_base: Duration,
+    backoff_max: Duration,
+    totals: Mutex<UsageTotals>,
+}
+
+impl std::fmt::Debug for JudgeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The settings hold only the variable's name, never the key.
+        f.debug_struct("JudgeClient")
+            .field("name", &self.name)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One parsed provider reply.
+struct Reply {
+    raw: String,
+    usage: Usage,
+    truncated: bool,
+}
+
+/// A response body, or the reason it is not one.
+enum Outcome {
+    Ok(Value),
+    Retry {
+        error: JudgeError,
+        wait: Option<Duration>,
+        rate_limited: bool,
+    },
+    Fail(JudgeError),
+}
+
+impl JudgeClient {
+    /// A client for the judge `name` (its key in `judges:`). Checks the settings; the API key
+    /// is read later, at each call.
+    pub fn new(name: &str, settings: JudgeSettings) -> Result<JudgeClient, JudgeError> {
+        settings
+            .validate()
+            .map_err(|message| JudgeError::Settings {
+                judge: name.into(),
+                message,
+            })?;
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs_f64(settings.timeout_s)))
+            .http_status_as_error(false)
+            .user_agent(concat!("oloproof/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let limiter = limiter::for_endpoint(settings.base(), settings.max_concurrency);
+        Ok(JudgeClient {
+            name: name.to_string(),
+            settings,
+            agent,
+            limiter,
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
+            totals: Mutex::new(UsageTotals::default()),
+        })
+    }
+
+    /// Sets the backoff schedule (default: 500 ms doubling, capped at 30 s). Tests use small
+    /// values.
+    pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
+        self.backoff_base = base;
+        self.backoff_max = max;
+        self
+    }
+
+    /// The judge's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The judge's settings.
+    pub fn settings(&self) -> &JudgeSettings {
+        &self.settings
+    }
+
+    /// The endpoint's current concurrency limit (shrinks on 429, grows back on success).
+    pub fn concurrency_limit(&self) -> usize {
+        self.limiter.limit()
+    }
+
+    /// Usage and cost of every successful response of this client so far.
+    pub fn totals(&self) -> UsageTotals {
+        *self.totals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fails early when the API key variable is named but unset.
+    pub fn check_api_key(&self) -> Result<(), JudgeError> {
+        self.api_key().map(|_| ())
+    }
+
+    /// The cost of `usage` with this judge's prices.
+    pub fn cost(&self, usage: Usage) -> Option<f64> {
+        self.settings
+            .prices
+            .map(|p| p.cost(usage.input_tokens, usage.output_tokens))
+    }
+
+    /// Sends `request` and validates the reply against its schema only.
+    pub fn complete(&self, request: &JudgeRequest) -> Result<JudgeResponse, JudgeError> {
+        self.complete_validated(request, &|_| Ok(()))
+    }
+
+    /// Sends `request`, validates the reply against its schema and then `check` (a semantic
+    /// check such as "one verdict per claim, ids matching"); on failure asks once more with
+    /// the validation error, then gives up with [`JudgeError::InvalidOutput`].
+    pub fn complete_validated(
+        &self,
+        request: &JudgeRequest,
+        check: &dyn Fn(&Value) -> Result<(), String>,
+    ) -> Result<JudgeResponse, JudgeError> {
+        let _span = tracing::debug_span!("judge_call", judge = %self.name, template = %request.template_id, repeat = request.repeat_index).entered();
+        let validate = |reply: &Reply| -> Result<Value, String> {
+            let parsed = schema::parse_reply(&reply.raw).map_err(|e| {
+                if reply.truncated {
+                    format!(
+                        "{e}; the reply was cut off at max_tokens ({})",
+                        self.settings.max_tokens
+                    )
+                } else {
+                    e
+                }
+            })?;
+            schema::validate(&request.schema, &parsed)?;
+            check(&parsed)?;
+            Ok(parsed)
+        };
+        let (first, mut attempts) = self.chat(request, &request.messages)?;
+        let mut usage = first.usage;
+        let error = match validate(&first) {
+            Ok(parsed) => {
+                return Ok(JudgeResponse {
+                    raw: first.raw,
+                    parsed,
+                    usage,
+                    cost_usd: self.cost(usage),
+                    attempts,
+                    repaired: false,
+                })
+            }
+            Err(e) => e,
+        };
+        tracing::debug!(judge = %self.name, template = %request.template_id, %error, "invalid judge output, repairing");
+        let mut messages = request.messages.clone();
+        messages.push(Message::assistant(first.raw.clone()));
+        messages.push(Message::user(format!(
+            "Your reply could not be used: {error}. Reply again with only one JSON object that \
+             satisfies the required schema and fixes this error."
+        )));
+        let (second, more) = match self.chat(request, &messages) {
+            Ok(r) => r,
+            // The repair request itself failed: the judgment is still missing for the
+            // output reason, which is the more useful message.
+            Err(e) => {
+                tracing::debug!(judge = %self.name, error = %e, "repair request failed");
+                return Err(JudgeError::InvalidOutput {
+                    error,
+                    raw: first.raw,
+                    usage,
+                });
+            }
+        };
+        attempts += more;
+        usage = usage.plus(second.usage);
+        match validate(&second) {
+            Ok(parsed) => Ok(JudgeResponse {
+                raw: second.raw,
+                parsed,
+                usage,
+                cost_usd: self.cost(usage),
+                attempts,
+                repaired: true,
+            }),
+            Err(error) => Err(JudgeError::InvalidOutput {
+                error,
+                raw: second.raw,
+                usage,
+            }),
+        }
+    }
+
+    /// [`complete_validated`](Self::complete_validated) through `cache`: a hit (whose stored
+    /// judgment still passes the schema and `check`) sends nothing; a fresh judgment is stored.
+    /// Errors are never cached.
+    pub fn judge(
+        &self,
+        cache: &dyn JudgeCache,
+        request: &JudgeRequest,
+        check: &dyn Fn(&Value) -> Result<(), String>,
+    ) -> Result<CallRecord, JudgeError> {
+        let key = cache_key(&self.settings, request);
+        if let Some((raw, parsed)) = cache.get(&key) {
+            if schema::validate(&request.schema, &parsed)
+                .and_then(|()| check(&parsed))
+                .is_ok()
+            {
+                return Ok(CallRecord {
+                    cache_key: key,
+                    template_id: request.template_id.clone(),
+                    template_version: request.template_version,
+                    repeat_index: request.repeat_index,
+                    raw,
+                    parsed,
+                    usage: Usage::default(),
+                    cost_usd: self.cost(Usage::default()),
+                    cached: true,
+                    attempts: 0,
+                    repaired: false,
+                });
+            }
+        }
+        let response = self.complete_validated(request, check)?;
+        cache.put(&key, &response.raw, &response.parsed);
+        Ok(CallRecord {
+            cache_key: key,
+            template_id: request.template_id.clone(),
+            template_version: request.template_version,
+            repeat_index: request.repeat_index,
+            raw: response.raw,
+            parsed: response.parsed,
+            usage: response.usage,
+            cost_usd: response.cost_usd,
+            cached: false,
+            attempts: response.attempts,
+            repaired: response.repaired,
+        })
+    }
+
+    /// Embeds `texts` with the OpenAI `/embeddings` endpoint (`embedding_model`, else `model`),
+    /// in batches of [`EMBED_BATCH`], with the same retry policy. Usage is added to the totals.
+    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, JudgeError> {
+        if self.settings.provider != Provider::Openai {
+            return Err(JudgeError::Unsupported {
+                judge: self.name.clone(),
+                message:
+                    "embeddings need an `openai` provider (Anthropic has no embeddings endpoint)"
+                        .into(),
+            });
+        }
+        let url = format!("{}/embeddings", self.settings.base());
+        let model = self
+            .settings
+            .embedding_model
+            .as_deref()
+            .unwrap_or(&self.settings.model);
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(EMBED_BATCH) {
+            let body = json!({"model": model, "input": batch});
+            let (value, _) = self.post(&url, &body)?;
+            let protocol = |message: String| JudgeError::Protocol {
+                judge: self.name.clone(),
+                url: url.clone(),
+                message,
+            };
+            let data = value
+                .get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| protocol("no `data` array".into()))?;
+            let mut vectors: Vec<Option<Vec<f32>>> = vec![None; batch.len()];
+            for (pos, item) in data.iter().enumerate() {
+                let index = item
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .map_or(pos, |i| i as usize);
+                let emb = item
+                    .get("embedding")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| protocol(format!("data[{pos}] has no `embedding` array")))?;
+                let v: Vec<f32> = emb
+                    .iter()
+                    .map(|x| x.as_f64().map(|f| f as f32))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| protocol(format!("data[{pos}].embedding is not numeric")))?;
+                match vectors.get_mut(index) {
+                    Some(slot) => *slot = Some(v),
+                    None => return Err(protocol(format!("embedding index {index} out of range"))),
+                }
+            }
+            for (i, v) in vectors.into_iter().enumerate() {
+                out.push(v.ok_or_else(|| protocol(format!("no embedding for input {i}")))?);
+            }
+            let input = value
+                .pointer("/usage/prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            self.record(Usage {
+                input_tokens: input,
+                output_tokens: 0,
+            });
+        }
+        Ok(out)
+    }
+
+    fn record(&self, usage: Usage) {
+        let cost = self.cost(usage).unwrap_or(0.0);
+        let mut t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        t.calls += 1;
+        t.usage = t.usage.plus(usage);
+        t.cost_usd += cost;
+    }
+
+    fn api_key(&self) -> Result<Option<String>, JudgeError> {
+        let Some(env) = &self.settings.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(env) {
+            Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_string())),
+            _ => Err(JudgeError::MissingApiKey {
+                judge: self.name.clone(),
+                env: env.clone(),
+            }),
+        }
+    }
+
+    /// The seed sent for a repeat: `seed + repeat_index`, so repeats are distinct draws.
+    fn seed_for(&self, request: &JudgeRequest) -> Option<u64> {
+        self.settings
+            .seed
+            .map(|s| s.wrapping_add(u64::from(request.repeat_index)))
+    }
+
+    /// Sends one chat request (with retries) and extracts the reply text.
+    fn chat(
+        &self,
+        request: &JudgeRequest,
+        messages: &[Message],
+    ) -> Result<(Reply, u32), JudgeError> {
+        let (url, body) = match self.settings.provider {
+            Provider::Openai => (
+                format!("{}/chat/completions", self.settings.base()),
+                self.openai_body(request, messages),
+            ),
+            Provider::Anthropic => (
+                format!("{}/messages", self.settings.base()),
+                self.anthropic_body(request, messages),
+            ),
+        };
+        let (value, attempts) = self.post(&url, &body)?;
+        let reply = match self.settings.provider {
+            Provider::Openai => parse_openai(&value),
+            Provider::Anthropic => parse_anthropic(&value),
+        }
+        .map_err(|message| JudgeError::Protocol {
+            judge: self.name.clone(),
+            url,
+            message,
+        })?;
+        self.record(reply.usage);
+        Ok((reply, attempts))
+    }
+
+    fn schema_instruction(schema: &Value) -> String {
+        format!(
+            "Reply with one JSON object only, no prose and no code fence, that satisfies this JSON schema:\n{schema}"
+        )
+    }
+
+    /// The messages with the schema instruction appended to the system message (or as one),
+    /// for modes where the provider does not receive the schema itself.
+    fn with_schema_in_prompt(messages: &[Message], schema: &Value) -> Vec<Message> {
+        let mut out = messages.to_vec();
+        let instruction = Self::schema_instruction(schema);
+        match out.iter_mut().find(|m| m.role == Role::System) {
+            Some(sys) => {
+                sys.content.push_str("\n\n");
+                sys.content.push_str(&instruction);
+            }
+            None => out.insert(0, Message::system(instruction)),
+        }
+        out
+    }
+
+    fn openai_body(&self, request: &JudgeRequest, messages: &[Message]) -> Value {
+        let s = &self.settings;
+        let messages = match s.structured_output {
+            StructuredOutput::JsonSchema => messages.to_vec(),
+            _ => Self::with_schema_in_prompt(messages, &request.schema),
+        };
+        let mut body = json!({
+            "model": s.model,
+            "messages": messages,
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+        });
+        if let Some(seed) = self.seed_for(request) {
+            body["seed"] = json!(seed);
+        }
+        match s.structured_output {
+            StructuredOutput::JsonSchema => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": schema_name(&request.template_id),
+                        "schema": schema::for_strict_mode(&request.schema),
+                        "strict": true,
+                    }
+                });
+            }
+            StructuredOutput::JsonObject => {
+                body["response_format"] = json!({"type": "json_object"})
+            }
+            StructuredOutput::Prompt => {}
+        }
+        body
+    }
+
+    fn anthropic_body(&self, request: &JudgeRequest, messages: &[Message]) -> Value {
+        let s = &self.settings;
+        let tool_mode = s.structured_output != StructuredOutput::Prompt;
+        let messages = if tool_mode {
+            messages.to_vec()
+        } else {
+            Self::with_schema_in_prompt(messages, &request.schema)
+        };
+        let system: Vec<&str> = messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(|m| m.content.as_str())
+            .collect();
+        let turns: Vec<Value> = messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        let mut body = json!({
+            "model": s.model,
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "messages": turns,
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if tool_mode {
+            body["tools"] = json!([{
+                "name": ANTHROPIC_TOOL,
+                "description": "Record the judgment. Always call this tool exactly once with the complete judgment.",
+                "input_schema": request.schema,
+            }]);
+            body["tool_choice"] = json!({"type": "tool", "name": ANTHROPIC_TOOL});
+        }
+        body
+    }
+
+    /// POSTs `body` to `url` with retries; the parsed 2xx body and the attempts made.
+    fn post(&self, url: &str, body: &Value) -> Result<(Value, u32), JudgeError> {
+        let key = self.api_key()?;
+        let max_attempts = self.settings.max_retries.saturating_add(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = {
+                let permit = self.limiter.acquire();
+                let outcome = self.post_once(url, body, key.as_deref(), attempt);
+                match &outcome {
+                    Outcome::Retry {
+                        rate_limited: true, ..
+                    } => self.limiter.on_rate_limited(&permit),
+                    Outcome::Ok(_) => self.limiter.on_success(),
+                    _ => {}
+                }
+                outcome
+            };
+            match outcome {
+                Outcome::Ok(v) => return Ok((v, attempt)),
+                Outcome::Fail(e) => return Err(e),
+                Outcome::Retry { error, wait, .. } => {
+                    if attempt >= max_attempts {
+                        return Err(error);
+                    }
+                    let wait = wait.map(|w| w.min(MAX_RETRY_AFTER)).unwrap_or_else(|| {
+                        limiter::backoff(self.backoff_base, self.backoff_max, attempt)
+                    });
+                    tracing::debug!(judge = %self.name, attempt, error = %error, wait_ms = wait.as_millis() as u64, "retrying judge request");
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+
+    fn post_once(&self, url: &str, body: &Value, key: Option<&str>, attempt: u32) -> Outcome {
+        let mut req = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json");
+        match (self.settings.provider, key) {
+            (Provider::Openai, Some(k)) => req = req.header("authorization", format!("Bearer {k}")),
+            (Provider::Anthropic, Some(k)) => req = req.header("x-api-key", k),
+            (_, None) => {}
+        }
+        if self.settings.provider == Provider::Anthropic {
+            req = req.header("anthropic-version", ANTHROPIC_VERSION);
+        }
+        let transport = |message: String| JudgeError::Transport {
+            judge: self.name.clone(),
+            url: url.to_string(),
+            message: redact(&message, key),
+            attempts: attempt,
+        };
+        let mut response = match req.send_json(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => {
+                return Outcome::Retry {
+                    error: JudgeError::Timeout {
+                        judge: self.name.clone(),
+                        url: url.to_string(),
+                        timeout_s: self.settings.timeout_s,
+                        attempts: attempt,
+                    },
+                    wait: None,
+                    rate_limited: false,
+                }
+            }
+            Err(e) => {
+                return Outcome::Retry {
+                    error: transport(e.to_string()),
+                    wait: None,
+                    rate_limited: false,
+                }
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| limiter::parse_retry_after(v, SystemTime::now()));
+        let text = match response.body_mut().read_to_string() {
+            Ok(t) => t,
+            Err(ureq::Error::Timeout(_)) => {
+                return Outcome::Retry {
+                    error: JudgeError::Timeout {
+                        judge: self.name.clone(),
+                        url: url.to_string(),
+                        timeout_s: self.settings.timeout_s,
+                        attempts: attempt,
+                    },
+                    wait: None,
+                    rate_limited: false,
+                }
+            }
+            Err(e) => {
+                return Outcome::Retry {
+                    error: transport(format!("cannot read the response: {e}")),
+                    wait: None,
+                    rate_limited: false,
+                }
+            }
+        };
+        if (200..300).contains(&status) {
+            return match serde_json::from_str::<Value>(&text) {
+                Ok(v) => Outcome::Ok(v),
+                Err(e) => Outcome::Fail(JudgeError::Protocol {
+                    judge: self.name.clone(),
+                    url: url.to_string(),
+                    message: format!(
+                        "HTTP {status} with a body that is not JSON ({e}): {}",
+                        excerpt(&text)
+                    ),
+                }),
+            };
+        }
+        let error = JudgeError::Http {
+            judge: self.name.clone(),
+            url: url.to_string(),
+            status,
+            message: redact(&error_message(&text), key),
+            attempts: attempt,
+        };
+        match status {
+            429 => Outcome::Retry {
+                error,
+                wait: retry_after,
+                rate_limited: true,
+            },
+            408 | 409 | 500..=599 => Outcome::Retry {
+                error,
+                wait: retry_after,
+                rate_limited: false,
+            },
+            _ => Outcome::Fail(error),
+        }
+    }
+}
+
+/// A `response_format` schema name: `[A-Za-z0-9_-]`, at most 64 characters.
+fn schema_name(template_id: &str) -> String {
+    let s: String = template_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if s.is_empty() {
+        "judgment".into()
+    } else {
+        s
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    let flat: String = s.chars().take(300).collect();
+    if s.chars().count() > 300 {
+        format!("{flat}…")
+    } else {
+        flat
+    }
+}
+
+/// The provider's error message: `error.message` (OpenAI and Anthropic bodies), else an
+/// excerpt of the body.
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
+            let ty = e.get("type").and_then(Value::as_str);
+            Some(match ty {
+                Some(t) => format!("{t}: {msg}"),
+                None => msg.to_string(),
+            })
+        })
+        .unwrap_or_else(|| excerpt(body))
+}
+
+/// Removes the key, and anything shaped like an OpenAI or Anthropic key, from a message.
+fn redact(message: &str, key: Option<&str>) -> String {
+    let mut out = message.to_string();
+    if let Some(k) = key.filter(|k| k.len() >= 4) {
+        out = out.replace(k, "[redacted]");
+    }
+    out.split(' ')
+        .map(|w| {
+            if w.starts_with("sk-") && w.len() > 8 {
+                "sk-[redacted]"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn usage_from(value: &Value, input: &str, output: &str) -> Usage {
+    Usage {
+        input_tokens: value.pointer(input).and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: value.pointer(output).and_then(Value::as_u64).unwrap_or(0),
+    }
+}
+
+fn parse_openai(value: &Value) -> Result<Reply, String> {
+    let choice = value
+        .pointer("/choices/0")
+        .ok_or("no `choices[0]` in the response")?;
+    let message = choice.get("message").ok_or("no `choices[0].message`")?;
+    let raw = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        _ => match message.get("refusal").and_then(Value::as_str) {
+            Some(r) => format!("(refusal) {r}"),
+            None => String::new(),
+        },
+    };
+    Ok(Reply {
+        raw,
+        usage: usage_from(value, "/usage/prompt_tokens", "/usage/completion_tokens"),
+        truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
+    })
+}
+
+fn parse_anthropic(value: &Value) -> Result<Reply, String> {
+    let content = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("no `content` array in the response")?;
+    let tool = content
+        .iter()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"));
+    let raw = match tool.and_then(|t| t.get("input")) {
+        Some(input) => input.to_string(),
+        None => content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+    };
+    Ok(Reply {
+        raw,
+        usage: usage_from(value, "/usage/input_tokens", "/usage/output_tokens"),
+        truncated: value.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_and_error_messages() {
+        let m = redact(
+            "Incorrect API key provided: sk-abcdefghijkl. See docs",
+            Some("sk-abcdefghijkl"),
+        );
+        assert!(!m.contains("abcdefghijkl"), "{m}");
+        let m = redact("key sk-proj-XXXXXXXXXX*** is bad", None);
+        assert!(!m.contains("XXXXXXXX"), "{m}");
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "overloaded_error: Overloaded"
+        );
+        assert_eq!(
+            error_message("<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
+        assert_eq!(
+            schema_name("claim verification/v1"),
+            "claim_verification_v1"
+        );
+    }
+}

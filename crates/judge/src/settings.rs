@@ -1,0 +1,240 @@
+//! `JudgeSettings`: one entry of the `judges:` map in `oloproof.yaml`.
+//!
+//! ```yaml
+//! judges:
+//!   default:
+//!     provider: openai              # openai | anthropic
+//!     base_url: https://api.openai.com/v1
+//!     model: gpt-4o-mini
+//!     api_key_env: OPENAI_API_KEY
+//!     max_concurrency: 8
+//!     prices: {input_per_mtok: 0.15, output_per_mtok: 0.60}
+//! ```
+//!
+//! Unknown keys are errors. The API key itself is never part of the settings: only the name of
+//! the environment variable that holds it, read at call time.
+
+use serde::{Deserialize, Serialize};
+
+/// Which wire format the judge speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// The OpenAI Chat Completions API (`POST {base_url}/chat/completions`) and its embeddings
+    /// endpoint; also vLLM, Ollama, llama.cpp server, LM Studio, Gemini's compatible endpoint.
+    Openai,
+    /// The Anthropic Messages API (`POST {base_url}/messages`), structured output by tool use.
+    Anthropic,
+}
+
+impl Provider {
+    /// The name used in the config and in cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// How the judge is asked for JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// OpenAI: `response_format: {type: json_schema, json_schema: {name, schema, strict}}` with
+    /// the template's schema. Anthropic: always tool use (see [`Provider::Anthropic`]).
+    #[default]
+    JsonSchema,
+    /// OpenAI: `response_format: {type: json_object}` (JSON mode); the schema is in the prompt.
+    JsonObject,
+    /// No `response_format`: the schema is stated in the prompt only, for servers that support
+    /// neither. Anthropic: plain text reply, parsed as JSON.
+    Prompt,
+}
+
+impl StructuredOutput {
+    /// The name used in the config and in cache keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StructuredOutput::JsonSchema => "json_schema",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::Prompt => "prompt",
+        }
+    }
+}
+
+/// Prices per million tokens, in US dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Dollars per million input (prompt) tokens.
+    pub input_per_mtok: f64,
+    /// Dollars per million output (completion) tokens.
+    pub output_per_mtok: f64,
+}
+
+impl Prices {
+    /// The cost of `input` and `output` tokens.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1_000_000.0
+    }
+}
+
+/// One judge: provider, endpoint, model, sampling and limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeSettings {
+    /// The wire format.
+    pub provider: Provider,
+    /// The API root, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com/v1`;
+    /// `/chat/completions`, `/embeddings` or `/messages` is appended.
+    pub base_url: String,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// The model used by [`JudgeClient::embed`](crate::JudgeClient::embed); defaults to `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+    /// The environment variable holding the API key (read at call time, never stored). A
+    /// local server that needs no key may leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Most requests in flight to this `base_url` (shared by every client of the endpoint).
+    #[serde(default = "default_max_concurrency")]
+    pub max_concurrency: usize,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: f64,
+    /// Sampling seed, sent where supported (OpenAI-compatible servers); the repeat index is
+    /// added to it so self-consistency repeats are distinct draws.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Most output tokens (Ragas' default of 1024 truncates long JSON).
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// How JSON output is requested.
+    #[serde(default)]
+    pub structured_output: StructuredOutput,
+    /// Retries after the first attempt, for 429, 5xx, timeouts and connection errors.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// Per-request timeout in seconds.
+    #[serde(default = "default_timeout_s")]
+    pub timeout_s: f64,
+    /// Prices for cost accounting; without them `cost_usd` is `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
+}
+
+fn default_max_concurrency() -> usize {
+    8
+}
+fn default_max_tokens() -> u32 {
+    2048
+}
+fn default_max_retries() -> u32 {
+    4
+}
+fn default_timeout_s() -> f64 {
+    60.0
+}
+
+impl JudgeSettings {
+    /// Settings with the defaults for everything but the four required fields.
+    pub fn new(provider: Provider, base_url: &str, model: &str, api_key_env: Option<&str>) -> Self {
+        JudgeSettings {
+            provider,
+            base_url: base_url.to_string(),
+            model: model.to_string(),
+            embedding_model: None,
+            api_key_env: api_key_env.map(str::to_string),
+            max_concurrency: default_max_concurrency(),
+            temperature: 0.0,
+            seed: None,
+            max_tokens: default_max_tokens(),
+            structured_output: StructuredOutput::default(),
+            max_retries: default_max_retries(),
+            timeout_s: default_timeout_s(),
+            prices: None,
+        }
+    }
+
+    /// Checks the values serde cannot: non-empty names, positive limits.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.model.trim().is_empty() {
+            return Err("`model` is empty".into());
+        }
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(format!(
+                "`base_url` must start with http:// or https://, got `{}`",
+                self.base_url
+            ));
+        }
+        if self.max_concurrency == 0 {
+            return Err("`max_concurrency` must be at least 1".into());
+        }
+        if self.max_tokens == 0 {
+            return Err("`max_tokens` must be at least 1".into());
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err("`timeout_s` must be a positive number".into());
+        }
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err("`temperature` must be a non-negative number".into());
+        }
+        if let Some(p) = &self.prices {
+            if !(p.input_per_mtok >= 0.0 && p.output_per_mtok >= 0.0) {
+                return Err("`prices` must be non-negative".into());
+            }
+        }
+        if let Some(env) = &self.api_key_env {
+            if env.trim().is_empty() {
+                return Err("`api_key_env` is empty".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The base URL without a trailing slash.
+    pub fn base(&self) -> &str {
+        self.base_url.trim_end_matches('/')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_unknown_keys() {
+        let s: JudgeSettings = serde_json::from_str(
+            r#"{"provider":"openai","base_url":"http://x/v1","model":"m","api_key_env":"K"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.max_concurrency, 8);
+        assert_eq!(s.max_tokens, 2048);
+        assert_eq!(s.max_retries, 4);
+        assert_eq!(s.temperature, 0.0);
+        assert_eq!(s.timeout_s, 60.0);
+        assert_eq!(s.structured_output, StructuredOutput::JsonSchema);
+        assert!(s.validate().is_ok());
+        let err = serde_json::from_str::<JudgeSettings>(
+            r#"{"provider":"openai","base_url":"http://x","model":"m","top_k":3}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("top_k"), "{err}");
+        let err = serde_json::from_str::<JudgeSettings>(
+            r#"{"provider":"local","base_url":"http://x","model":"m"}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("local"), "{err}");
+    }
+
+    #[test]
+    fn cost_from_prices() {
+        let p = Prices {
+            input_per_mtok: 0.15,
+            output_per_mtok: 0.60,
+        };
+        assert!((p.cost(1_000_000, 500_000) - 0.45).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,478 @@
+//! Versioned judge prompt templates: each has an `id`, a `version`, a JSON schema for its
+//! reply, and a render function from typed inputs to a [`JudgeRequest`].
+//!
+//! The version is part of every cache key: change a prompt or a schema, bump the version.
+//! Verdict lists are matched to their inputs by 1-based ids shown in the prompt (`[1] …`), and
+//! [`check_ids`] rejects a reply whose count or ids do not match (the client then repairs once).
+//! `reason` comes first in each object so the model writes its justification before the
+//! verdict. Prompts follow the binary, rubric and pairwise templates of the evaluator design
+//! guide and the Ragas metric prompts, reworded.
+
+use serde_json::{json, Value};
+
+use crate::request::{JudgeRequest, Message};
+
+/// A template's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Template {
+    /// Stable id, used in cache keys and records.
+    pub id: &'static str,
+    /// Bumped whenever the prompt or the schema changes.
+    pub version: u32,
+    /// One line on what it judges.
+    pub description: &'static str,
+}
+
+/// Binary groundedness: `{"reason", "grounded": 0|1}`.
+pub const GROUNDEDNESS: Template = Template {
+    id: "groundedness",
+    version: 1,
+    description: "is every factual claim of the answer supported by the context (0/1)",
+};
+/// Rubric score: `{"reason", "score": 1..5}`.
+pub const RUBRIC: Template = Template {
+    id: "rubric",
+    version: 1,
+    description: "score the answer 1-5 against a written rubric",
+};
+/// Pairwise preference: `{"reason", "winner": "A"|"B"|"tie"}`.
+pub const PAIRWISE: Template = Template {
+    id: "pairwise",
+    version: 1,
+    description: "which of two answers is better",
+};
+/// Citation support: per cited statement, `{"id", "reason", "supported": 0|1}`.
+pub const CITATION_SUPPORT: Template = Template {
+    id: "citation_support",
+    version: 1,
+    description: "does each cited source support its statement",
+};
+/// Claim extraction: `{"claims": [string]}`.
+pub const CLAIM_EXTRACTION: Template = Template {
+    id: "claim_extraction",
+    version: 1,
+    description: "break an answer into atomic, self-contained claims",
+};
+/// Claim verification (NLI): per claim, `{"id", "reason", "verdict": 0|1}`.
+pub const CLAIM_VERIFICATION: Template = Template {
+    id: "claim_verification",
+    version: 1,
+    description: "can each claim be inferred from the context",
+};
+/// Question generation for answer relevancy: `{"questions": [{"question", "noncommittal"}]}`.
+pub const QUESTION_GENERATION: Template = Template {
+    id: "question_generation",
+    version: 1,
+    description: "questions the answer would answer, and whether it is noncommittal",
+};
+/// Context precision: per retrieved chunk, `{"id", "reason", "useful": 0|1}`.
+pub const CONTEXT_PRECISION: Template = Template {
+    id: "context_precision",
+    version: 1,
+    description: "was each retrieved chunk useful to arrive at the answer",
+};
+/// Context recall: `{"statements": [{"statement", "reason", "attributed": 0|1}]}`.
+pub const CONTEXT_RECALL: Template = Template {
+    id: "context_recall",
+    version: 1,
+    description: "can each statement of the reference be attributed to the context",
+};
+
+/// Every template.
+pub const ALL: &[Template] = &[
+    GROUNDEDNESS,
+    RUBRIC,
+    PAIRWISE,
+    CITATION_SUPPORT,
+    CLAIM_EXTRACTION,
+    CLAIM_VERIFICATION,
+    QUESTION_GENERATION,
+    CONTEXT_PRECISION,
+    CONTEXT_RECALL,
+];
+
+/// The rubric of the evaluator design guide (1 = irrelevant … 5 = correct, complete,
+/// well-structured).
+pub const DEFAULT_RUBRIC: &str = "1 = irrelevant or off-topic\n\
+2 = partially addresses the question, missing key information\n\
+3 = addresses the question but with errors or omissions\n\
+4 = correct and complete, lacks polish\n\
+5 = correct, complete, well-structured";
+
+fn request(
+    t: Template,
+    system: String,
+    user: String,
+    schema: Value,
+    repeat_index: u32,
+) -> JudgeRequest {
+    JudgeRequest {
+        template_id: t.id.into(),
+        template_version: t.version,
+        messages: vec![Message::system(system), Message::user(user)],
+        schema,
+        repeat_index,
+    }
+}
+
+fn object(properties: Value) -> Value {
+    let required: Vec<Value> = properties
+        .as_object()
+        .map(|m| m.keys().map(|k| json!(k)).collect())
+        .unwrap_or_default();
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+fn flag() -> Value {
+    json!({"type": "integer", "enum": [0, 1]})
+}
+
+fn reason() -> Value {
+    json!({"type": "string"})
+}
+
+/// An array of `n` verdict objects with an integer `id` and the given fields.
+fn verdicts(n: usize, verdict_field: &str) -> Value {
+    let mut props = serde_json::Map::new();
+    props.insert("id".into(), json!({"type": "integer"}));
+    props.insert("reason".into(), reason());
+    props.insert(verdict_field.into(), flag());
+    json!({"type": "array", "items": object(Value::Object(props)), "minItems": n, "maxItems": n})
+}
+
+/// Numbered list `[1] …` of `items`.
+pub fn numbered(items: &[String]) -> String {
+    if items.is_empty() {
+        return "(none)".into();
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("[{}] {}", i + 1, t.trim()))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// Checks that `parsed[key]` holds exactly `n` objects whose `id`s are `1..=n`, each once.
+pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), String> {
+    let items = parsed
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("`{key}` is not an array"))?;
+    let mut seen = vec![false; n];
+    for (pos, item) in items.iter().enumerate() {
+        let id = item
+            .get("id")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("{key}[{pos}] has no numeric `id`"))?;
+        let idx = id as i64 - 1;
+        if id.fract() != 0.0 || idx < 0 || idx as usize >= n {
+            return Err(format!(
+                "{key}[{pos}] has id {id}, but the ids are 1 to {n}"
+            ));
+        }
+        if std::mem::replace(&mut seen[idx as usize], true) {
+            return Err(format!("{key} has id {id} twice"));
+        }
+    }
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !**s)
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    if items.len() != n || !missing.is_empty() {
+        return Err(format!(
+            "expected exactly {n} item(s) in `{key}`, one per id 1 to {n}; got {}{}",
+            items.len(),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!(", missing ids {}", missing.join(", "))
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// The verdict flags of `parsed[key]`, ordered by id (call after [`check_ids`]).
+pub fn flags_by_id(parsed: &Value, key: &str, field: &str, n: usize) -> Vec<(bool, String)> {
+    let mut out = vec![(false, String::new()); n];
+    for item in parsed
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(id) = item.get("id").and_then(Value::as_f64) else {
+            continue;
+        };
+        let idx = id as usize;
+        if idx >= 1 && idx <= n {
+            out[idx - 1] = (
+                item.get(field).and_then(Value::as_f64) == Some(1.0),
+                item.get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+    }
+    out
+}
+
+/// Binary groundedness of `answer` against `context` (guide template 1).
+pub fn groundedness(
+    question: &str,
+    context: &[String],
+    answer: &str,
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = "You are an evaluator. Given a question, a context and an answer, return exactly one JSON \
+object {\"reason\": one short sentence, \"grounded\": 0 or 1}. The answer is grounded (1) only if every \
+factual claim in it is supported by the context. Claims inferred beyond what the context states are not \
+grounded. An answer that makes no factual claim (for example a refusal) is grounded."
+        .to_string();
+    let user = format!(
+        "Question: {question}\n\nContext:\n{}\n\nAnswer: {answer}",
+        numbered(context)
+    );
+    request(
+        GROUNDEDNESS,
+        system,
+        user,
+        object(json!({"reason": reason(), "grounded": flag()})),
+        repeat_index,
+    )
+}
+
+/// A 1–5 rubric score (guide template 2); `rubric` defaults to [`DEFAULT_RUBRIC`].
+pub fn rubric(
+    question: &str,
+    answer: &str,
+    rubric: Option<&str>,
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = format!(
+        "Score the answer on a scale of 1 to 5 against this rubric:\n{}\n\nReturn one JSON object \
+{{\"reason\": short justification, \"score\": integer 1 to 5}}.",
+        rubric.unwrap_or(DEFAULT_RUBRIC)
+    );
+    let user = format!("Question: {question}\n\nAnswer: {answer}");
+    let schema =
+        object(json!({"reason": reason(), "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}}));
+    request(RUBRIC, system, user, schema, repeat_index)
+}
+
+/// Which of two answers is better (guide template 3). Run it in both orders with
+/// [`ragas::pairwise_judge`](crate::ragas::pairwise_judge).
+pub fn pairwise(question: &str, answer_a: &str, answer_b: &str, repeat_index: u32) -> JudgeRequest {
+    let system = "Given a question and two candidate answers, return one JSON object \
+{\"reason\": short justification, \"winner\": \"A\" or \"B\" or \"tie\"}. Judge on factual correctness \
+first, then completeness, then clarity. The order in which the answers are shown says nothing about \
+their quality."
+        .to_string();
+    let user = format!("Question: {question}\n\nAnswer A: {answer_a}\n\nAnswer B: {answer_b}");
+    let schema = object(
+        json!({"reason": reason(), "winner": {"type": "string", "enum": ["A", "B", "tie"]}}),
+    );
+    request(PAIRWISE, system, user, schema, repeat_index)
+}
+
+/// A statement of the answer with the text of the sources it cites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CitedStatement {
+    /// The statement (a sentence of the answer).
+    pub statement: String,
+    /// The cited passages' text.
+    pub sources: Vec<String>,
+}
+
+/// Does each cited source set support its statement? Reply `{"verdicts": [{"id", "reason",
+/// "supported"}]}`, one per statement; check with `check_ids(_, "verdicts", items.len())`.
+pub fn citation_support(
+    question: &str,
+    items: &[CitedStatement],
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = "You check citations. For each numbered statement, decide whether the sources cited for it \
+support it: supported is 1 only if the statement can be directly inferred from those sources alone, else 0. \
+Return one JSON object {\"verdicts\": [{\"id\": the statement number, \"reason\": one short sentence, \
+\"supported\": 0 or 1}]} with exactly one verdict per statement, in order."
+        .to_string();
+    let body = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            format!(
+                "[{}] Statement: {}\nCited sources:\n{}",
+                i + 1,
+                it.statement.trim(),
+                numbered(&it.sources)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n---\n\n");
+    let user = format!("Question: {question}\n\n{body}");
+    let schema = object(json!({"verdicts": verdicts(items.len(), "supported")}));
+    request(CITATION_SUPPORT, system, user, schema, repeat_index)
+}
+
+/// Breaks `answer` into atomic claims: `{"claims": [string]}` (empty for an answer that
+/// states nothing, such as a refusal).
+pub fn claim_extraction(question: &str, answer: &str, repeat_index: u32) -> JudgeRequest {
+    let system = "Break the answer into atomic claims: short, self-contained factual statements that can each \
+be checked on their own, with pronouns replaced by what they refer to. Do not add anything the answer does \
+not say. A refusal, a statement of not knowing, or a question back contains no claims. Return one JSON \
+object {\"claims\": [string, ...]}."
+        .to_string();
+    let user = format!("Question: {question}\n\nAnswer: {answer}");
+    let schema = object(json!({"claims": {"type": "array", "items": {"type": "string"}}}));
+    request(CLAIM_EXTRACTION, system, user, schema, repeat_index)
+}
+
+/// NLI-style verification of `claims` against `context`: `{"verdicts": [{"id", "reason",
+/// "verdict"}]}`, one per claim; check with `check_ids(_, "verdicts", claims.len())`.
+pub fn claim_verification(
+    context: &[String],
+    claims: &[String],
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = "Judge each numbered claim against the context. verdict is 1 if the claim can be directly \
+inferred from the context, 0 if it cannot (contradicted, or not stated). Use only the context, not your \
+own knowledge. Return one JSON object {\"verdicts\": [{\"id\": the claim number, \"reason\": one short \
+sentence, \"verdict\": 0 or 1}]} with exactly one verdict per claim, in order."
+        .to_string();
+    let user = format!(
+        "Context:\n{}\n\nClaims:\n{}",
+        numbered(context),
+        numbered(claims)
+    );
+    let schema = object(json!({"verdicts": verdicts(claims.len(), "verdict")}));
+    request(CLAIM_VERIFICATION, system, user, schema, repeat_index)
+}
+
+/// `strictness` questions that `answer` would answer, each flagged noncommittal (evasive,
+/// vague or "I don't know") or not: `{"questions": [{"question", "noncommittal"}]}`.
+pub fn question_generation(
+    answer: &str,
+    context: &[String],
+    strictness: usize,
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = format!(
+        "Write {strictness} different questions that the given answer answers, as a user would ask them. \
+For each, set noncommittal to 1 if the answer is evasive, vague or ambiguous (for example \"I don't know\" \
+or \"I'm not sure\"), else 0. Return one JSON object {{\"questions\": [{{\"question\": string, \
+\"noncommittal\": 0 or 1}}]}} with exactly {strictness} items."
+    );
+    let user = if context.is_empty() {
+        format!("Answer: {answer}")
+    } else {
+        format!("Context:\n{}\n\nAnswer: {answer}", numbered(context))
+    };
+    let item = object(json!({"question": {"type": "string"}, "noncommittal": flag()}));
+    let schema = object(
+        json!({"questions": {"type": "array", "items": item, "minItems": strictness, "maxItems": strictness}}),
+    );
+    request(QUESTION_GENERATION, system, user, schema, repeat_index)
+}
+
+/// Was each retrieved chunk useful to arrive at `target` (the reference answer when
+/// `with_reference`, else the system's answer)? `{"verdicts": [{"id", "reason", "useful"}]}`.
+pub fn context_precision(
+    question: &str,
+    target: &str,
+    with_reference: bool,
+    chunks: &[String],
+    repeat_index: u32,
+) -> JudgeRequest {
+    let label = if with_reference {
+        "Reference answer"
+    } else {
+        "Answer"
+    };
+    let system = format!(
+        "For each numbered retrieved chunk, decide whether it was useful in arriving at the {} to the \
+question: useful is 1 if the chunk contains information used by or needed for that answer, else 0. Judge \
+each chunk on its own. Return one JSON object {{\"verdicts\": [{{\"id\": the chunk number, \"reason\": one \
+short sentence, \"useful\": 0 or 1}}]}} with exactly one verdict per chunk, in order.",
+        label.to_lowercase()
+    );
+    let user = format!(
+        "Question: {question}\n\n{label}: {target}\n\nRetrieved chunks:\n{}",
+        numbered(chunks)
+    );
+    let schema = object(json!({"verdicts": verdicts(chunks.len(), "useful")}));
+    request(CONTEXT_PRECISION, system, user, schema, repeat_index)
+}
+
+/// Split `reference` into statements and attribute each to `context` or not:
+/// `{"statements": [{"statement", "reason", "attributed"}]}`.
+pub fn context_recall(
+    question: &str,
+    context: &[String],
+    reference: &str,
+    repeat_index: u32,
+) -> JudgeRequest {
+    let system = "Split the reference answer into its individual factual statements. For each, decide \
+whether it can be attributed to the context: attributed is 1 if the context states it, else 0. Return one \
+JSON object {\"statements\": [{\"statement\": string, \"reason\": one short sentence, \"attributed\": 0 or \
+1}]}."
+        .to_string();
+    let user = format!(
+        "Question: {question}\n\nContext:\n{}\n\nReference answer: {reference}",
+        numbered(context)
+    );
+    let item =
+        object(json!({"statement": {"type": "string"}, "reason": reason(), "attributed": flag()}));
+    let schema = object(json!({"statements": {"type": "array", "items": item}}));
+    request(CONTEXT_RECALL, system, user, schema, repeat_index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::validate;
+
+    #[test]
+    fn ids_are_checked() {
+        let ok = json!({"verdicts": [{"id": 2, "reason": "", "verdict": 1}, {"id": 1, "reason": "", "verdict": 0}]});
+        assert!(check_ids(&ok, "verdicts", 2).is_ok());
+        assert!(flags_by_id(&ok, "verdicts", "verdict", 2)[1].0);
+        let short = json!({"verdicts": [{"id": 1, "reason": "", "verdict": 1}]});
+        let e = check_ids(&short, "verdicts", 2).unwrap_err();
+        assert!(e.contains("missing ids 2"), "{e}");
+        let dup = json!({"verdicts": [{"id": 1, "reason": "", "verdict": 1}, {"id": 1, "reason": "", "verdict": 1}]});
+        assert!(check_ids(&dup, "verdicts", 2)
+            .unwrap_err()
+            .contains("twice"));
+        let out = json!({"verdicts": [{"id": 3, "reason": "", "verdict": 1}]});
+        assert!(check_ids(&out, "verdicts", 1)
+            .unwrap_err()
+            .contains("ids are 1 to 1"));
+    }
+
+    #[test]
+    fn schemas_accept_their_examples_and_are_strict_shaped() {
+        let r = groundedness("q", &["c".into()], "a", 0);
+        assert!(validate(&r.schema, &json!({"reason": "x", "grounded": 1})).is_ok());
+        assert!(validate(&r.schema, &json!({"reason": "x", "grounded": 2})).is_err());
+        let r = claim_verification(&["c".into()], &["a".into(), "b".into()], 0);
+        assert!(validate(
+            &r.schema,
+            &json!({"verdicts": [{"id": 1, "reason": "", "verdict": 1}]})
+        )
+        .is_err());
+        let r = question_generation("a", &[], 3, 0);
+        assert_eq!(r.schema["properties"]["questions"]["minItems"], 3);
+        let r = pairwise("q", "a", "b", 0);
+        assert!(validate(&r.schema, &json!({"reason": "", "winner": "C"})).is_err());
+        for t in ALL {
+            assert!(t.version >= 1 && !t.id.is_empty());
+        }
+        // Strict structured outputs need every property required and no extra ones.
+        assert_eq!(r.schema["additionalProperties"], false);
+        assert_eq!(r.schema["required"], json!(["reason", "winner"]));
+    }
+}
