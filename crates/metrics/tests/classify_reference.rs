@@ -348,3 +348,264 @@ mod sklearn_report {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Agreement: Cohen's kappa, Krippendorff's alpha, Spearman, Kendall tau-b
+
+mod agreement {
+    use super::*;
+    use oloproof_metrics::agreement::{
+        cohen_kappa, kendall_tau_b, krippendorff_alpha, spearman, KappaWeights, Level,
+    };
+
+    #[test]
+    fn cohen_kappa_matches_sklearn() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0x0ca9_9a);
+        let mut cases = Vec::new();
+        for _ in 0..600 {
+            let k = 1 + rng.below(6);
+            let n = 1 + rng.below(40);
+            let a: Vec<u32> = (0..n).map(|_| rng.below(k) as u32).collect();
+            let b: Vec<u32> = a
+                .iter()
+                .map(|&x| {
+                    if rng.below(3) == 0 {
+                        rng.below(k) as u32
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            let weights = rng
+                .pick(&[json!(null), json!("linear"), json!("quadratic")])
+                .clone();
+            cases.push(json!({"kind": "kappa", "a": a, "b": b, "weights": weights}));
+        }
+        let answers = reference(&python, &cases);
+        let mut defined = 0;
+        for (case, answer) in cases.iter().zip(&answers) {
+            let a: Vec<u32> = serde_json::from_value(case["a"].clone()).expect("a");
+            let b: Vec<u32> = serde_json::from_value(case["b"].clone()).expect("b");
+            let weights = match case["weights"].as_str() {
+                Some("linear") => KappaWeights::Linear,
+                Some("quadratic") => KappaWeights::Quadratic,
+                _ => KappaWeights::None,
+            };
+            let ours = cohen_kappa(&a, &b, weights).expect("same lengths");
+            defined += usize::from(ours.is_some());
+            close(ours, &answer["kappa"], 1e-12, &format!("{case}"));
+        }
+        assert!(defined > 400);
+    }
+
+    #[test]
+    fn krippendorff_alpha_matches_the_package() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0x6a1f_a);
+        let mut cases = Vec::new();
+        let levels = [
+            ("nominal", Level::Nominal),
+            ("ordinal", Level::Ordinal),
+            ("interval", Level::Interval),
+            ("ratio", Level::Ratio),
+        ];
+        let mut data = Vec::new();
+        for i in 0..600 {
+            let coders = 2 + rng.below(4);
+            let units = 1 + rng.below(25);
+            let k = 2 + rng.below(5);
+            let scale: f64 = *rng.pick(&[1.0, 0.5, 2.5]);
+            let matrix: Vec<Vec<Option<f64>>> = (0..units)
+                .map(|_| {
+                    let truth = rng.below(k);
+                    (0..coders)
+                        .map(|_| {
+                            if rng.below(4) == 0 {
+                                None
+                            } else if rng.below(3) == 0 {
+                                Some(rng.below(k) as f64 * scale)
+                            } else {
+                                Some(truth as f64 * scale)
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            // The package takes coders × units.
+            let transposed: Vec<Vec<Option<f64>>> = (0..coders)
+                .map(|c| matrix.iter().map(|u| u[c]).collect())
+                .collect();
+            let (name, level) = levels[i % levels.len()];
+            cases.push(json!({"kind": "krippendorff", "data": transposed, "level": name}));
+            data.push((matrix, level));
+        }
+        let answers = reference(&python, &cases);
+        let mut defined = 0;
+        for ((case, answer), (matrix, level)) in cases.iter().zip(&answers).zip(&data) {
+            let what = format!("{case}");
+            let ours = krippendorff_alpha(matrix, *level);
+            if answer.get("error").is_some() {
+                assert!(
+                    ours.is_err(),
+                    "{what}: the package refused ({answer}), we did not"
+                );
+                continue;
+            }
+            let ours = ours.unwrap_or_else(|e| panic!("{what}: {e}"));
+            defined += usize::from(ours.is_some());
+            close(ours, &answer["alpha"], 1e-9, &what);
+        }
+        assert!(defined > 400, "only {defined} defined cases");
+    }
+
+    #[test]
+    fn spearman_and_kendall_match_scipy() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0x5ea7_3a11);
+        let mut cases = Vec::new();
+        for i in 0..600 {
+            let n = 2 + rng.below(60);
+            // Few distinct values: many ties; every tenth case continuous.
+            let levels = if i % 10 == 0 {
+                1_000_000
+            } else {
+                2 + rng.below(6)
+            };
+            let x: Vec<f64> = (0..n).map(|_| rng.below(levels) as f64).collect();
+            let y: Vec<f64> = x
+                .iter()
+                .map(|&v| {
+                    if rng.below(2) == 0 {
+                        v
+                    } else {
+                        rng.below(levels) as f64 * 0.5
+                    }
+                })
+                .collect();
+            cases.push(json!({"kind": "correlation", "x": x, "y": y}));
+        }
+        let answers = reference(&python, &cases);
+        for (case, answer) in cases.iter().zip(&answers) {
+            let what = format!("{case}");
+            let x: Vec<f64> = serde_json::from_value(case["x"].clone()).expect("x");
+            let y: Vec<f64> = serde_json::from_value(case["y"].clone()).expect("y");
+            let s = spearman(&x, &y).expect("finite");
+            close(s.map(|s| s.rho), &answer["spearman"], 1e-12, &what);
+            if let Some(p) = s.and_then(|s| s.p_value) {
+                close(Some(p), &answer["spearman_p"], 1e-9, &what);
+            }
+            close(
+                kendall_tau_b(&x, &y).expect("finite"),
+                &answer["kendall"],
+                1e-12,
+                &what,
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calibration and quantiles
+
+mod calibration_and_quantiles {
+    use super::*;
+    use oloproof_metrics::calibration::ece;
+    use oloproof_metrics::latency::{quantiles, QuantileMethod};
+
+    #[test]
+    fn ece_matches_the_numpy_transcription() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0xece);
+        let mut cases = Vec::new();
+        for i in 0..400 {
+            let n = 1 + rng.below(80);
+            let bins = *rng.pick(&[1usize, 5, 10, 10, 15, 20]);
+            let confidence: Vec<f64> = (0..n)
+                .map(|_| match rng.below(5) {
+                    // Exactly on an edge (k / bins), 0 and 1 included.
+                    0 => rng.below(bins + 1) as f64 / bins as f64,
+                    // Two decimals, as verbalised confidences are.
+                    1 => rng.below(101) as f64 / 100.0,
+                    _ => rng.unit(),
+                })
+                .collect();
+            let correct: Vec<bool> = confidence
+                .iter()
+                .map(|&c| rng.unit() < if i % 2 == 0 { c } else { 0.5 })
+                .collect();
+            cases.push(
+                json!({"kind": "ece", "confidence": confidence, "correct": correct,
+                              "bins": bins}),
+            );
+        }
+        let answers = reference(&python, &cases);
+        for (case, answer) in cases.iter().zip(&answers) {
+            let what = format!("{case}");
+            let c: Vec<f64> = serde_json::from_value(case["confidence"].clone()).expect("c");
+            let k: Vec<bool> = serde_json::from_value(case["correct"].clone()).expect("k");
+            let bins = case["bins"].as_u64().expect("bins") as usize;
+            let ours = ece(&c, &k, bins).expect("valid").expect("not empty");
+            close(Some(ours.ece), &answer["ece"], 1e-12, &what);
+            for (b, r) in ours
+                .bins
+                .iter()
+                .zip(answer["bins"].as_array().expect("bins"))
+            {
+                assert_eq!(Some(b.count as u64), r["count"].as_u64(), "{what}");
+                close(b.mean_confidence, &r["confidence"], 1e-12, &what);
+                close(b.accuracy, &r["accuracy"], 1e-12, &what);
+            }
+        }
+    }
+
+    #[test]
+    fn quantiles_match_numpy_for_every_method() {
+        let Some(python) = reference_python() else {
+            return;
+        };
+        let mut rng = SplitMix64(0x9a7);
+        let mut cases = Vec::new();
+        let mut methods = Vec::new();
+        for i in 0..650 {
+            let method = QuantileMethod::ALL[i % QuantileMethod::ALL.len()];
+            let n = 1 + rng.below(40);
+            let x: Vec<f64> = (0..n)
+                .map(|_| {
+                    if rng.below(3) == 0 {
+                        rng.below(10) as f64
+                    } else {
+                        (rng.unit() * 1000.0).exp2().ln() * 37.0
+                    }
+                })
+                .collect();
+            let mut q: Vec<f64> = vec![0.0, 0.5, 0.95, 0.99, 1.0];
+            q.extend((0..4).map(|_| rng.unit()));
+            q.extend((0..3).map(|_| rng.below(n + 1) as f64 / n as f64));
+            cases.push(json!({"kind": "quantile", "x": x, "q": q, "method": method.name()}));
+            methods.push(method);
+        }
+        let answers = reference(&python, &cases);
+        for ((case, answer), method) in cases.iter().zip(&answers).zip(&methods) {
+            let what = format!("{case}");
+            let x: Vec<f64> = serde_json::from_value(case["x"].clone()).expect("x");
+            let q: Vec<f64> = serde_json::from_value(case["q"].clone()).expect("q");
+            let ours = quantiles(&x, &q, *method).expect("valid");
+            for (o, t) in ours
+                .iter()
+                .zip(answer["values"].as_array().expect("values"))
+            {
+                let t = t.as_f64().expect("number");
+                assert_eq!(o.to_bits(), t.to_bits(), "{what}: ours {o}, numpy {t}");
+            }
+        }
+    }
+}
