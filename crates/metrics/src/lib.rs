@@ -9,5 +9,7 @@ pub mod classify;
 pub mod fusion;
 pub mod ingest;
 pub mod latency;
+pub mod ontology;
+pub mod rag;
 pub mod ranking;
 pub mod text;
