@@ -916,7 +916,7 @@ fn decide(
         result.verdict = DecisionVerdict::InsufficientEvidence;
         result.reason = reason::TOO_MANY_MISSING.to_string();
         result.detail = vec![format!(
-            "{}: {} of {} missing, above {:.1}%",
+            "{}: {} of {} missing, above the allowed {:.1}%",
             l.criterion,
             l.missing,
             l.paired + l.missing + l.excluded,
@@ -957,7 +957,7 @@ fn decide(
                     .then(|| shared.iter().find(|s| &s.case.id == id))
                     .flatten()
                 else {
-                    missing.push(format!("{id} (in one run only)"));
+                    missing.push(format!("{id}: in one run only"));
                     continue;
                 };
                 let mut case_missing = Vec::new();
@@ -973,7 +973,7 @@ fn decide(
                     }
                 }
                 if !case_missing.is_empty() {
-                    missing.push(format!("{id} ({})", case_missing.join(", ")));
+                    missing.push(format!("{id}: {} missing", case_missing.join(", ")));
                 }
             }
             if !regressed.is_empty() {
@@ -1401,7 +1401,7 @@ max_missing_rate: 0.0
         // max_missing_rate 0: the answer decision cannot be decided; c1 is watched and missing.
         assert_eq!(c.decisions[0].reason, "too_many_missing");
         assert_eq!(c.decisions[2].reason, "case_missing");
-        assert_eq!(c.decisions[2].detail, ["c1 (answer_correct)"]);
+        assert_eq!(c.decisions[2].detail, ["c1: answer_correct missing"]);
         // The case whose verdicts went missing is a change, not a regression.
         assert_eq!(c.changes.len(), 2);
         assert!(c

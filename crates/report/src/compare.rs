@@ -202,7 +202,7 @@ pub fn comparison_report(c: &Comparison) -> String {
         c.id,
         c.candidate,
         c.baseline,
-        plural(c.cases.shared as usize, "paired case", "paired cases")
+        plural(c.cases.shared as usize, "shared case", "shared cases")
     );
     out.push_str(&comparison_notes(c));
     for line in &c.criteria {
@@ -243,10 +243,10 @@ pub fn comparison_cases(c: &Comparison) -> String {
         c.candidate,
         c.baseline,
         c.changes.len(),
-        plural(c.cases.shared as usize, "paired case", "paired cases")
+        plural(c.cases.shared as usize, "shared case", "shared cases")
     );
     if c.changes.is_empty() {
-        out.push_str("No verdict changed on any paired case.\n");
+        out.push_str("No verdict changed on any shared case.\n");
         return out;
     }
     for (direction, heading) in [
