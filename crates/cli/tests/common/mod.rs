@@ -131,3 +131,9 @@ pub fn run_id(text: &str) -> String {
     let i = text.find("run_").expect("a run id");
     text[i..i + 30].to_string()
 }
+
+/// The first `sha256:<64 hex>` id printed in `text`.
+pub fn hash_id(text: &str) -> String {
+    let i = text.find("sha256:").expect("a sha256 id");
+    text[i..i + 71].to_string()
+}
