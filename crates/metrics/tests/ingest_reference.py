@@ -9,7 +9,6 @@ Modes and references:
   the `distance` package's levenshtein is replaced by rapidfuzz's (same value on lists).
 - lsh_params: datasketch 2.0's MinHashLSH._optimal_param.
 - minhash: datasketch 2.0's MinHash Jaccard estimates (statistical check) and exact Jaccard.
-- prf: scikit-learn's precision_recall_fscore_support.
 - unicode: unicodedata NFC / NFKC.
 - similarity: rapidfuzz.distance.Levenshtein.normalized_similarity.
 """
@@ -125,8 +124,11 @@ def teds_module():
             if (not pred) or (not true):
                 return 0.0
             parser = html.HTMLParser(remove_comments=True, encoding="utf-8")
-            pred = html.fromstring(pred, parser)
-            true = html.fromstring(true, parser)
+            # teds.py writes `html.fromstring(pred, parser)`, which passes the parser as
+            # `base_url` (the second positional parameter); current lxml rejects that, so the
+            # evident intent is spelled out with a keyword.
+            pred = html.fromstring(pred, parser=parser)
+            true = html.fromstring(true, parser=parser)
             if pred.xpath("body/table") and true.xpath("body/table"):
                 pred = pred.xpath("body/table")[0]
                 true = true.xpath("body/table")[0]
@@ -173,26 +175,6 @@ def minhash(cases):
             mb.update(s.encode("utf-8"))
         exact = len(sa & sb) / len(sa | sb) if sa | sb else 1.0
         out.append([exact, float(ma.jaccard(mb))])
-    return out
-
-
-def prf(cases):
-    from sklearn.metrics import precision_recall_fscore_support
-
-    out = []
-    for case in cases["cases"]:
-        labels = sorted(set(case["gold"]) | set(case["pred"]))
-        p, r, f, s = precision_recall_fscore_support(
-            case["gold"], case["pred"], labels=labels, zero_division=0
-        )
-        row = {"labels": labels, "p": list(map(float, p)), "r": list(map(float, r)),
-               "f": list(map(float, f)), "support": list(map(int, s))}
-        for avg in ["micro", "macro", "weighted"]:
-            ap, ar, af, _ = precision_recall_fscore_support(
-                case["gold"], case["pred"], labels=labels, average=avg, zero_division=0
-            )
-            row[avg] = [float(ap), float(ar), float(af)]
-        out.append(row)
     return out
 
 

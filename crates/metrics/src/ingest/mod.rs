@@ -6,4 +6,8 @@
 //!
 //! Every function is pure; the command line (`oloproof metric NAME`) reads the files.
 
+pub mod document;
 pub mod error_rate;
+pub mod minhash;
+pub mod spans;
+pub mod teds;
