@@ -67,4 +67,6 @@ pub use client::{
 pub use error::JudgeError;
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 pub use settings::{JudgeSettings, Prices, Provider, StructuredOutput};
-pub use tokens::{estimate_tokens, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD};
+pub use tokens::{
+    estimate_request_tokens, estimate_tokens, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD,
+};

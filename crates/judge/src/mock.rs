@@ -12,13 +12,13 @@
 //! use oloproof_judge::mock::{MockReply, MockServer};
 //! let server = MockServer::start();
 //! server.push(MockReply::json(serde_json::json!({"grounded": 1, "reason": "ok"})));
-//! assert!(server.base_url().starts_with("http://127.0.0.1:"));
+//! assert!(server.base_url().starts_with("http://127.0.0.1:") && server.base_url().ends_with("/v1"));
 //! ```
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -183,6 +183,7 @@ impl Inner {
 /// The scripted server; stops when dropped.
 pub struct MockServer {
     addr: SocketAddr,
+    serial: usize,
     inner: Arc<Inner>,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
@@ -228,17 +229,23 @@ impl MockServer {
                 }
             })
         };
+        // A distinct path per server, so a reused port never shares an endpoint's limiter
+        // with an earlier server of the same process.
+        static SERIAL: AtomicUsize = AtomicUsize::new(0);
+        let serial = SERIAL.fetch_add(1, Ordering::SeqCst);
         MockServer {
             addr,
+            serial,
             inner,
             stop,
             accept: Some(accept),
         }
     }
 
-    /// `http://127.0.0.1:PORT/v1`, the `base_url` to configure.
+    /// `http://127.0.0.1:PORT/mock-N/v1`, the `base_url` to configure (any path prefix is
+    /// accepted: requests are routed by their last segments).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/mock-{}/v1", self.addr, self.serial)
     }
 
     /// Queues a chat/messages reply.

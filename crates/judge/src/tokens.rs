@@ -6,7 +6,7 @@
 //! the reply primer. Counting is by Unicode scalar values. Expect it within roughly ±25% of the
 //! billed `prompt_tokens` for English prose; it is an estimate for budgeting, never for billing.
 
-use crate::request::Message;
+use crate::request::{JudgeRequest, Message};
 
 /// Framing tokens per message.
 pub const PER_MESSAGE_OVERHEAD: u64 = 4;
@@ -20,6 +20,13 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
             .iter()
             .map(|m| (m.content.chars().count() as u64).div_ceil(4) + PER_MESSAGE_OVERHEAD)
             .sum::<u64>()
+}
+
+/// Estimated input tokens of `request`: its messages plus `ceil(len / 4)` for the schema's
+/// JSON text (sent as `response_format`, as a tool, or in the prompt, depending on the mode).
+pub fn estimate_request_tokens(request: &JudgeRequest) -> u64 {
+    estimate_tokens(&request.messages)
+        + (request.schema.to_string().chars().count() as u64).div_ceil(4)
 }
 
 #[cfg(test)]
