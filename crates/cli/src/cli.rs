@@ -29,6 +29,9 @@ pub(crate) enum Command {
     Show(ShowArgs),
     /// Re-execute a run's failed cases under an intervention to find which stage failed.
     Diagnose(DiagnoseArgs),
+    /// Compare a candidate run with a baseline, case by case, under a written policy (the gate).
+    #[command(after_help = exit_codes::HELP)]
+    Compare(crate::compare_cmd::CompareArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
     /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).

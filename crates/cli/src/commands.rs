@@ -73,6 +73,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Show(args) => show(args),
         Command::Diagnose(args) => diagnose(args),
         Command::Inspect(args) => inspect(args),
+        Command::Compare(args) => crate::compare_cmd::compare(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -389,7 +390,7 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
             write!(out, "{}", oloproof_report::diagnose::diagnosis_cases(&d))?;
             return Ok(exit_codes::SUCCESS);
         }
-        if let Some(text) = inspect_comparison(&store, &args.id)? {
+        if let Some(text) = crate::compare_cmd::render_comparison_cases(&store, &args.id)? {
             write!(out, "{text}")?;
             return Ok(exit_codes::SUCCESS);
         }
@@ -428,8 +429,3 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
     Ok(exit_codes::SUCCESS)
 }
 
-fn inspect_comparison(store: &SqliteStore, id: &str) -> Result<Option<String>, CliError> {
-    Ok(store
-        .comparison(id)?
-        .map(|c| format!("{}\n", c.content_json)))
-}

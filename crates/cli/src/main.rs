@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod compare_cmd;
 mod exit_codes;
 mod metric_cmd;
 mod progress;
