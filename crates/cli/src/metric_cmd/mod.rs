@@ -6,6 +6,7 @@
 //! [`registry`]; the computations themselves are in the pure `oloproof-metrics` crate.
 
 mod answer;
+mod ingest;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -182,6 +183,7 @@ impl MetricError {
 pub(crate) fn registry() -> Vec<MetricSpec> {
     let mut all = Vec::new();
     all.extend(answer::metrics());
+    all.extend(ingest::metrics());
     all
 }
 

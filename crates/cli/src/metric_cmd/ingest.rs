@@ -1,0 +1,848 @@
+//! Ingestion metrics (seed 000, parts 2–3): CER and WER (as jiwer), TEDS and TEDS-S (as
+//! PubTabNet's teds.py), near-duplicate detection (MinHash + LSH), PII and boilerplate span
+//! scores, extraction completeness, NFC/NFKC agreement, title accuracy, context compression.
+
+use std::collections::{BTreeMap, HashMap};
+
+use oloproof_metrics::ingest::{document, error_rate, minhash, spans, teds};
+use serde_json::{json, Map, Value};
+
+use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
+
+/// Bootstrap resamples for ratio-of-sums intervals.
+const RATIO_RESAMPLES: usize = 1000;
+/// Bootstrap resamples for means (as the answer metrics).
+const MEAN_RESAMPLES: usize = 10_000;
+
+pub(crate) fn metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "cer",
+            summary: "corpus character error rate (S+D+I)/N, as jiwer.cer with its default transforms",
+            fields: "reference: string (ground truth text)\nhypothesis: string (OCR / transcription output)",
+            options: &[],
+            run: cer,
+        },
+        MetricSpec {
+            name: "wer",
+            summary: "corpus word error rate (S+D+I)/N, as jiwer.wer with its default transforms",
+            fields: "reference: string (ground truth text)\nhypothesis: string (OCR / transcription output)",
+            options: &[],
+            run: wer,
+        },
+        MetricSpec {
+            name: "teds",
+            summary: "mean TEDS of HTML tables (tree edit distance with cell text), as PubTabNet's teds.py",
+            fields: "pred_html: string (predicted table HTML)\ntrue_html: string (ground-truth table HTML)",
+            options: &[],
+            run: teds_full,
+        },
+        MetricSpec {
+            name: "teds_s",
+            summary: "mean TEDS-S of HTML tables (structure only), as PubTabNet's teds.py structure_only",
+            fields: "pred_html: string (predicted table HTML)\ntrue_html: string (ground-truth table HTML)",
+            options: &[],
+            run: teds_structure,
+        },
+        MetricSpec {
+            name: "near_duplicates",
+            summary: "MinHash + LSH near-duplicate pairs scored against labelled groups (pair F1, merge rates)",
+            fields: "id: string (document id, unique)\ntext: string\ngroup: string or null (optional: labelled duplicate group; absent = no duplicate)",
+            options: NEAR_DUP_OPTIONS,
+            run: near_duplicates,
+        },
+        MetricSpec {
+            name: "duplicate_pairs",
+            summary: "F1 of a detector's duplicate pairs against labelled pairs, with false/missed merge rates",
+            fields: "a: string (document id)\nb: string (document id)\ndetected: boolean (the detector paired them)\nduplicate: boolean (labelled near-duplicates)",
+            options: &[],
+            run: duplicate_pairs,
+        },
+        MetricSpec {
+            name: "pii",
+            summary: "PII detection micro F1 over character spans, with precision/recall per entity type",
+            fields: "predicted: array of {\"start\": int, \"end\": int, \"type\": string} (detected spans, [start, end) in characters)\ngold: array of the same shape (annotated spans)",
+            options: &[OptionSpec {
+                name: "match",
+                help: "exact (same type, start and end) or overlap (same type, any shared character; one-to-one)",
+                default: Some("exact"),
+            }],
+            run: pii,
+        },
+        MetricSpec {
+            name: "boilerplate",
+            summary: "boilerplate removal F1 over characters, with precision and recall (pooled over documents)",
+            fields: "predicted: array of [start, end] (character spans the tool removed)\ngold: array of [start, end] (annotated boilerplate spans)",
+            options: &[],
+            run: boilerplate,
+        },
+        MetricSpec {
+            name: "extraction_completeness",
+            summary: "expected characters recovered in order by the extraction (LCS / expected), per document class",
+            fields: "extracted: string (parser output)\nexpected: string (manually cleaned reference)\nclass: string (optional document class, e.g. scan, table, handwriting)",
+            options: &[],
+            run: extraction_completeness,
+        },
+        MetricSpec {
+            name: "nfc_nfkc_agreement",
+            summary: "share of documents whose NFC and NFKC forms are identical (a drift signal)",
+            fields: "text: string",
+            options: &[],
+            run: nfc_nfkc_agreement,
+        },
+        MetricSpec {
+            name: "title_exact_match",
+            summary: "share of extracted titles/headings exactly equal to the ground truth",
+            fields: "predicted: string\nreference: string",
+            options: &[],
+            run: title_exact_match,
+        },
+        MetricSpec {
+            name: "title_similarity",
+            summary: "mean normalised Levenshtein similarity 1 - lev/max(len) of titles (rapidfuzz normalized_similarity)",
+            fields: "predicted: string\nreference: string",
+            options: &[],
+            run: title_similarity,
+        },
+        MetricSpec {
+            name: "compression_ratio",
+            summary: "context compression ratio, tokens before / tokens after (ratio of sums)",
+            fields: "tokens_before: number (context tokens given to the compressor)\ntokens_after: number (context tokens after compression)",
+            options: &[],
+            run: compression_ratio,
+        },
+    ]
+}
+
+const NEAR_DUP_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "num-perm",
+        help: "MinHash permutations k",
+        default: Some("128"),
+    },
+    OptionSpec {
+        name: "shingle",
+        help: "shingle length in characters (text lowercased)",
+        default: Some("5"),
+    },
+    OptionSpec {
+        name: "threshold",
+        help: "Jaccard threshold choosing bands x rows as datasketch's MinHashLSH",
+        default: Some("0.8"),
+    },
+    OptionSpec {
+        name: "bands",
+        help: "LSH bands b (with --rows; overrides --threshold)",
+        default: None,
+    },
+    OptionSpec {
+        name: "rows",
+        help: "LSH rows per band r (with --bands)",
+        default: None,
+    },
+    OptionSpec {
+        name: "seed",
+        help: "seed of the permutations",
+        default: Some("1"),
+    },
+];
+
+// ---- helpers --------------------------------------------------------------------------------
+
+fn pairs<'a>(
+    input: &'a MetricInput,
+    left: &str,
+    right: &str,
+) -> Result<Vec<(&'a str, &'a str)>, MetricError> {
+    input
+        .rows
+        .iter()
+        .map(|(line, row)| {
+            Ok((
+                input.str_field(*line, row, left)?,
+                input.str_field(*line, row, right)?,
+            ))
+        })
+        .collect()
+}
+
+fn opt_f64(x: Option<f64>) -> Value {
+    x.map_or(Value::Null, |v| json!(v))
+}
+
+fn mean_output(values: &[f64]) -> MetricOutput {
+    let n = values.len();
+    let value = if n == 0 {
+        f64::NAN
+    } else {
+        values.iter().sum::<f64>() / n as f64
+    };
+    let interval =
+        oloproof_stats::percentile_bootstrap_mean_grouped(values, MEAN_RESAMPLES, 0, 0.95)
+            .ok()
+            .map(|ci| [ci.lo, ci.hi]);
+    let mut extra = Map::new();
+    extra.insert("n".into(), json!(n));
+    MetricOutput {
+        value,
+        interval,
+        interval_method: interval.map(|_| {
+            format!("percentile bootstrap of the mean, seed 0, {MEAN_RESAMPLES} resamples")
+        }),
+        extra,
+        items: Vec::new(),
+    }
+}
+
+fn proportion_output(k: u64, n: u64) -> MetricOutput {
+    let value = if n == 0 {
+        f64::NAN
+    } else {
+        k as f64 / n as f64
+    };
+    let interval = oloproof_stats::clopper_pearson(k, n, 0.95)
+        .ok()
+        .map(|ci| [ci.lo, ci.hi]);
+    let mut extra = Map::new();
+    extra.insert("k".into(), json!(k));
+    extra.insert("n".into(), json!(n));
+    MetricOutput {
+        value,
+        interval,
+        interval_method: interval.map(|_| "Clopper-Pearson exact binomial".to_string()),
+        extra,
+        items: Vec::new(),
+    }
+}
+
+/// SplitMix64, for the ratio bootstrap.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// 95 % percentile bootstrap of `Σ num / Σ den` over items (resampling items with replacement,
+/// seed 0); resamples with a zero denominator are skipped. `None` with fewer than two items.
+fn ratio_bootstrap(num: &[f64], den: &[f64]) -> Option<[f64; 2]> {
+    let n = num.len();
+    if n < 2 {
+        return None;
+    }
+    let mut state = 0u64;
+    let mut stats = Vec::with_capacity(RATIO_RESAMPLES);
+    for _ in 0..RATIO_RESAMPLES {
+        let (mut a, mut b) = (0.0, 0.0);
+        for _ in 0..n {
+            let i = (splitmix(&mut state) % n as u64) as usize;
+            a += num[i];
+            b += den[i];
+        }
+        if b > 0.0 {
+            stats.push(a / b);
+        }
+    }
+    if stats.is_empty() {
+        return None;
+    }
+    stats.sort_by(f64::total_cmp);
+    let lo = oloproof_stats::quantile(&stats, 0.025).ok()?;
+    let hi = oloproof_stats::quantile(&stats, 0.975).ok()?;
+    Some([lo, hi])
+}
+
+fn ratio_interval(out: &mut MetricOutput, num: &[f64], den: &[f64]) {
+    out.interval = ratio_bootstrap(num, den);
+    out.interval_method = out.interval.map(|_| {
+        format!("percentile bootstrap over items of the ratio of sums, seed 0, {RATIO_RESAMPLES} resamples")
+    });
+}
+
+// ---- CER / WER ------------------------------------------------------------------------------
+
+fn error_rate_metric(
+    input: &MetricInput,
+    count: fn(&str, &str) -> error_rate::ErrorCounts,
+    name: &str,
+) -> Result<MetricOutput, MetricError> {
+    let pairs = pairs(input, "reference", "hypothesis")?;
+    let counts: Vec<error_rate::ErrorCounts> = pairs.iter().map(|(r, h)| count(r, h)).collect();
+    let total: error_rate::ErrorCounts = counts.iter().copied().sum();
+    let mut out = MetricOutput {
+        value: if counts.is_empty() {
+            f64::NAN
+        } else {
+            total.rate()
+        },
+        ..MetricOutput::default()
+    };
+    let num: Vec<f64> = counts.iter().map(|c| c.errors() as f64).collect();
+    let den: Vec<f64> = counts.iter().map(|c| c.reference_len() as f64).collect();
+    ratio_interval(&mut out, &num, &den);
+    out.extra.insert("n".into(), json!(counts.len()));
+    out.extra
+        .insert("substitutions".into(), json!(total.substitutions));
+    out.extra.insert("deletions".into(), json!(total.deletions));
+    out.extra
+        .insert("insertions".into(), json!(total.insertions));
+    out.extra.insert("hits".into(), json!(total.hits));
+    out.extra
+        .insert("reference_length".into(), json!(total.reference_len()));
+    out.items = counts
+        .iter()
+        .map(|c| {
+            json!({
+                name: c.rate(),
+                "substitutions": c.substitutions,
+                "deletions": c.deletions,
+                "insertions": c.insertions,
+                "hits": c.hits,
+            })
+        })
+        .collect();
+    Ok(out)
+}
+
+fn cer(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    error_rate_metric(input, error_rate::char_counts, "cer")
+}
+
+fn wer(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    error_rate_metric(input, error_rate::word_counts, "wer")
+}
+
+// ---- TEDS -----------------------------------------------------------------------------------
+
+fn teds_metric(
+    input: &MetricInput,
+    f: fn(&str, &str) -> Result<f64, teds::TedsError>,
+    name: &str,
+) -> Result<MetricOutput, MetricError> {
+    let mut values = Vec::with_capacity(input.rows.len());
+    for (line, row) in &input.rows {
+        let p = input.str_field(*line, row, "pred_html")?;
+        let t = input.str_field(*line, row, "true_html")?;
+        let v =
+            f(p, t).map_err(|e| MetricError::at(*line, "pred_html/true_html", e.to_string()))?;
+        values.push(v);
+    }
+    let mut out = mean_output(&values);
+    out.items = values.iter().map(|v| json!({ name: v })).collect();
+    Ok(out)
+}
+
+fn teds_full(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    teds_metric(input, teds::teds, "teds")
+}
+
+fn teds_structure(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    teds_metric(input, teds::teds_structure, "teds_s")
+}
+
+// ---- near-duplicates ------------------------------------------------------------------------
+
+fn near_duplicates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let num_perm: usize = input
+        .parsed("num-perm", "a positive integer")?
+        .filter(|&k| k > 0)
+        .ok_or_else(|| MetricError::usage("--num-perm must be a positive integer".into()))?;
+    let k: usize = input
+        .parsed("shingle", "a positive integer")?
+        .filter(|&k| k > 0)
+        .ok_or_else(|| MetricError::usage("--shingle must be a positive integer".into()))?;
+    let seed: u64 = input.parsed("seed", "an integer")?.unwrap_or(1);
+    let threshold: f64 = input
+        .parsed("threshold", "a number in [0, 1]")?
+        .unwrap_or(0.8);
+    let bands: Option<usize> = input.parsed("bands", "a positive integer")?;
+    let rows: Option<usize> = input.parsed("rows", "a positive integer")?;
+    let (b, r) = match (bands, rows) {
+        (Some(b), Some(r)) if b > 0 && r > 0 && b * r <= num_perm => (b, r),
+        (None, None) => minhash::optimal_bands(threshold, num_perm).ok_or_else(|| {
+            MetricError::usage(format!("--threshold {threshold}: expected a number in [0, 1]"))
+        })?,
+        _ => {
+            return Err(MetricError::usage(format!(
+                "--bands and --rows go together, are positive, and bands x rows <= --num-perm ({num_perm})"
+            )))
+        }
+    };
+    let mut ids: Vec<&str> = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut texts = Vec::new();
+    let mut labelled = false;
+    for (line, row) in &input.rows {
+        let id = input.str_field(*line, row, "id")?;
+        if let Some(first) = seen.insert(id, *line) {
+            return Err(MetricError::at(
+                *line,
+                "id",
+                format!("duplicate id `{id}` (first on line {first})"),
+            ));
+        }
+        let group = match row.get("group") {
+            None | Some(Value::Null) => format!("\u{0}singleton:{id}"),
+            Some(Value::String(g)) => {
+                labelled = true;
+                g.clone()
+            }
+            Some(other) => {
+                return Err(MetricError::at(
+                    *line,
+                    "group",
+                    format!("expected a string or null, found {}", kind(other)),
+                ))
+            }
+        };
+        ids.push(id);
+        groups.push(group);
+        texts.push(input.str_field(*line, row, "text")?);
+    }
+    let hasher = minhash::MinHasher::new(num_perm, seed);
+    let sigs: Vec<Vec<u64>> = texts.iter().map(|t| hasher.text_signature(t, k)).collect();
+    let candidates = minhash::lsh_candidate_pairs(&sigs, b, r);
+    let mut by_group: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        by_group.entry(g.as_str()).or_default().push(i);
+    }
+    let mut gold_pairs = Vec::new();
+    for members in by_group.values() {
+        for (x, &i) in members.iter().enumerate() {
+            for &j in &members[x + 1..] {
+                gold_pairs.push((i, j));
+            }
+        }
+    }
+    let scores = minhash::pair_scores(&candidates, &gold_pairs);
+    let merges = minhash::merge_rates(ids.len(), &candidates, &groups);
+    let mut out = MetricOutput {
+        value: if labelled {
+            scores.f1.unwrap_or(f64::NAN)
+        } else {
+            f64::NAN
+        },
+        ..MetricOutput::default()
+    };
+    if !labelled {
+        return Err(MetricError::usage(
+            "near_duplicates needs labelled duplicate groups: give a `group` string to the documents that are near-duplicates of each other".into(),
+        ));
+    }
+    let e = &mut out.extra;
+    e.insert("n".into(), json!(ids.len()));
+    e.insert("bands".into(), json!(b));
+    e.insert("rows".into(), json!(r));
+    e.insert("candidate_pairs".into(), json!(scores.detected));
+    e.insert("labelled_pairs".into(), json!(scores.labelled));
+    e.insert("true_positive_pairs".into(), json!(scores.true_positives));
+    e.insert("precision".into(), opt_f64(scores.precision));
+    e.insert("recall".into(), opt_f64(scores.recall));
+    e.insert("false_merge_rate".into(), opt_f64(merges.false_merge_rate));
+    e.insert(
+        "missed_merge_rate".into(),
+        opt_f64(merges.missed_merge_rate),
+    );
+    e.insert(
+        "hash_family".into(),
+        json!(format!(
+            "{k}-character shingles, FNV-1a+SplitMix64 base hash, {num_perm} affine permutations mod 2^61-1, seed {seed}"
+        )),
+    );
+    out.items = candidates
+        .iter()
+        .map(|&(i, j)| {
+            json!({
+                "a": ids[i],
+                "b": ids[j],
+                "estimated_jaccard": opt_f64(minhash::estimate_jaccard(&sigs[i], &sigs[j])),
+                "duplicate": groups[i] == groups[j],
+            })
+        })
+        .collect();
+    Ok(out)
+}
+
+fn bool_field(line: usize, row: &Map<String, Value>, field: &str) -> Result<bool, MetricError> {
+    match row.get(field) {
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(MetricError::at(
+            line,
+            field,
+            format!("expected a boolean, found {}", kind(other)),
+        )),
+        None => Err(MetricError::at(line, field, "missing field".to_string())),
+    }
+}
+
+fn duplicate_pairs(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let (mut detected, mut labelled) = (Vec::new(), Vec::new());
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let a = input.str_field(*line, row, "a")?;
+        let b = input.str_field(*line, row, "b")?;
+        let d = bool_field(*line, row, "detected")?;
+        let l = bool_field(*line, row, "duplicate")?;
+        let next = index.len();
+        let ia = *index.entry(a).or_insert(next);
+        let next = index.len();
+        let ib = *index.entry(b).or_insert(next);
+        if d {
+            detected.push((ia, ib));
+        }
+        if l {
+            labelled.push((ia, ib));
+        }
+        items.push(json!({"a": a, "b": b, "outcome": match (d, l) {
+            (true, true) => "true positive",
+            (true, false) => "false positive",
+            (false, true) => "false negative",
+            (false, false) => "true negative",
+        }}));
+    }
+    let scores = minhash::pair_scores(&detected, &labelled);
+    // Merge rates over the documents named in the file: labelled groups are the connected
+    // components of the labelled pairs.
+    let n = index.len();
+    let mut gold = vec![0usize; n];
+    {
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        for &(a, b) in &labelled {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            parent[ra.max(rb)] = ra.min(rb);
+        }
+        for (i, g) in gold.iter_mut().enumerate() {
+            *g = find(&mut parent, i);
+        }
+    }
+    let merges = minhash::merge_rates(n, &detected, &gold);
+    let mut out = MetricOutput {
+        value: scores.f1.unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    let e = &mut out.extra;
+    e.insert("n".into(), json!(input.rows.len()));
+    e.insert("detected_pairs".into(), json!(scores.detected));
+    e.insert("labelled_pairs".into(), json!(scores.labelled));
+    e.insert("true_positive_pairs".into(), json!(scores.true_positives));
+    e.insert("precision".into(), opt_f64(scores.precision));
+    e.insert("recall".into(), opt_f64(scores.recall));
+    e.insert("false_merge_rate".into(), opt_f64(merges.false_merge_rate));
+    e.insert(
+        "missed_merge_rate".into(),
+        opt_f64(merges.missed_merge_rate),
+    );
+    out.items = items;
+    Ok(out)
+}
+
+// ---- spans ----------------------------------------------------------------------------------
+
+fn usize_of(v: Option<&Value>) -> Option<usize> {
+    v.and_then(Value::as_u64).map(|x| x as usize)
+}
+
+fn pii_spans(
+    line: usize,
+    row: &Map<String, Value>,
+    field: &str,
+) -> Result<Vec<spans::Span>, MetricError> {
+    let Some(Value::Array(items)) = row.get(field) else {
+        return Err(MetricError::at(
+            line,
+            field,
+            "expected an array of {\"start\", \"end\", \"type\"}".into(),
+        ));
+    };
+    items
+        .iter()
+        .map(|item| {
+            let obj = item.as_object();
+            let start = usize_of(obj.and_then(|o| o.get("start")));
+            let end = usize_of(obj.and_then(|o| o.get("end")));
+            let label = obj.and_then(|o| o.get("type")).and_then(Value::as_str);
+            match (start, end, label) {
+                (Some(start), Some(end), Some(label)) if start <= end => Ok(spans::Span {
+                    start,
+                    end,
+                    label: label.to_string(),
+                }),
+                _ => Err(MetricError::at(
+                    line,
+                    field,
+                    format!("expected {{\"start\": int, \"end\": int >= start, \"type\": string}}, found {item}"),
+                )),
+            }
+        })
+        .collect()
+}
+
+fn pii(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let matching = match input.option("match").unwrap_or("exact") {
+        "exact" => spans::SpanMatch::Exact,
+        "overlap" => spans::SpanMatch::Overlap,
+        other => {
+            return Err(MetricError::usage(format!(
+                "--match {other}: expected exact or overlap"
+            )))
+        }
+    };
+    let mut report = spans::DetectionReport::default();
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let p = pii_spans(*line, row, "predicted")?;
+        let g = pii_spans(*line, row, "gold")?;
+        let doc = spans::match_document(&p, &g, matching);
+        let (tp, np, ng) = doc.values().fold((0, 0, 0), |a, s| {
+            (a.0 + s.true_positives, a.1 + s.predicted, a.2 + s.gold)
+        });
+        items.push(json!({"true_positives": tp, "predicted": np, "gold": ng}));
+        report.add_document(&p, &g, matching);
+    }
+    let m = report.micro;
+    let mut out = MetricOutput {
+        value: m.f1().unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra.insert("precision".into(), opt_f64(m.precision()));
+    out.extra.insert("recall".into(), opt_f64(m.recall()));
+    out.extra
+        .insert("macro_f1".into(), opt_f64(report.macro_f1()));
+    let per_type: Map<String, Value> = report
+        .per_type
+        .iter()
+        .map(|(t, s)| {
+            (
+                t.clone(),
+                json!({
+                    "precision": opt_f64(s.precision()),
+                    "recall": opt_f64(s.recall()),
+                    "f1": opt_f64(s.f1()),
+                    "true_positives": s.true_positives,
+                    "predicted": s.predicted,
+                    "gold": s.gold,
+                }),
+            )
+        })
+        .collect();
+    out.extra.insert("per_type".into(), Value::Object(per_type));
+    out.items = items;
+    Ok(out)
+}
+
+fn intervals(
+    line: usize,
+    row: &Map<String, Value>,
+    field: &str,
+) -> Result<Vec<(usize, usize)>, MetricError> {
+    let Some(Value::Array(items)) = row.get(field) else {
+        return Err(MetricError::at(
+            line,
+            field,
+            "expected an array of [start, end]".into(),
+        ));
+    };
+    items
+        .iter()
+        .map(|item| match item.as_array().map(Vec::as_slice) {
+            Some([s, e]) => match (usize_of(Some(s)), usize_of(Some(e))) {
+                (Some(s), Some(e)) if s <= e => Ok((s, e)),
+                _ => Err(MetricError::at(
+                    line,
+                    field,
+                    format!("expected [start, end] with 0 <= start <= end, found {item}"),
+                )),
+            },
+            _ => Err(MetricError::at(
+                line,
+                field,
+                format!("expected [start, end], found {item}"),
+            )),
+        })
+        .collect()
+}
+
+fn boilerplate(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut total = spans::Coverage::default();
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let c = spans::span_coverage(
+            &intervals(*line, row, "predicted")?,
+            &intervals(*line, row, "gold")?,
+        );
+        items.push(json!({
+            "precision": opt_f64(c.precision()),
+            "recall": opt_f64(c.recall()),
+            "overlap": c.overlap,
+            "predicted": c.predicted,
+            "gold": c.gold,
+        }));
+        total.add(c);
+    }
+    let mut out = MetricOutput {
+        value: total.f1().unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra
+        .insert("precision".into(), opt_f64(total.precision()));
+    out.extra.insert("recall".into(), opt_f64(total.recall()));
+    out.extra
+        .insert("overlap_characters".into(), json!(total.overlap));
+    out.extra
+        .insert("predicted_characters".into(), json!(total.predicted));
+    out.extra
+        .insert("gold_characters".into(), json!(total.gold));
+    out.items = items;
+    Ok(out)
+}
+
+// ---- documents ------------------------------------------------------------------------------
+
+fn extraction_completeness(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut total = document::Completeness::default();
+    let mut per_class: BTreeMap<String, document::Completeness> = BTreeMap::new();
+    let (mut num, mut den) = (Vec::new(), Vec::new());
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let extracted = input.str_field(*line, row, "extracted")?;
+        let expected = input.str_field(*line, row, "expected")?;
+        let class = match row.get("class") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.clone()),
+            Some(other) => {
+                return Err(MetricError::at(
+                    *line,
+                    "class",
+                    format!("expected a string, found {}", kind(other)),
+                ))
+            }
+        };
+        let c = document::completeness(extracted, expected);
+        total.add(c);
+        if let Some(class) = &class {
+            per_class.entry(class.clone()).or_default().add(c);
+        }
+        num.push(c.recovered as f64);
+        den.push(c.expected as f64);
+        items.push(json!({
+            "completeness": opt_f64(c.ratio()),
+            "length_ratio": opt_f64(c.length_ratio()),
+            "recovered": c.recovered,
+            "expected": c.expected,
+            "extracted": c.extracted,
+            "class": class,
+        }));
+    }
+    let mut out = MetricOutput {
+        value: total.ratio().unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    ratio_interval(&mut out, &num, &den);
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra
+        .insert("length_ratio".into(), opt_f64(total.length_ratio()));
+    if !per_class.is_empty() {
+        let table: Map<String, Value> = per_class
+            .iter()
+            .map(|(k, c)| {
+                (
+                    k.clone(),
+                    json!({
+                        "completeness": opt_f64(c.ratio()),
+                        "length_ratio": opt_f64(c.length_ratio()),
+                        "expected": c.expected,
+                    }),
+                )
+            })
+            .collect();
+        out.extra.insert("per_class".into(), Value::Object(table));
+    }
+    out.items = items;
+    Ok(out)
+}
+
+fn nfc_nfkc_agreement(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut agree = 0u64;
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let a = document::nfc_nfkc_agree(input.str_field(*line, row, "text")?);
+        agree += u64::from(a);
+        items.push(json!({ "agree": a }));
+    }
+    let mut out = proportion_output(agree, input.rows.len() as u64);
+    out.items = items;
+    Ok(out)
+}
+
+fn title_exact_match(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let pairs = pairs(input, "predicted", "reference")?;
+    let k = pairs.iter().filter(|(p, r)| p == r).count() as u64;
+    let mut out = proportion_output(k, pairs.len() as u64);
+    out.items = pairs
+        .iter()
+        .map(|(p, r)| json!({ "exact_match": p == r }))
+        .collect();
+    Ok(out)
+}
+
+fn title_similarity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let pairs = pairs(input, "predicted", "reference")?;
+    let values: Vec<f64> = pairs
+        .iter()
+        .map(|(p, r)| error_rate::normalized_levenshtein_similarity(p, r))
+        .collect();
+    let mut out = mean_output(&values);
+    out.items = values.iter().map(|v| json!({ "similarity": v })).collect();
+    Ok(out)
+}
+
+fn compression_ratio(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut total = document::Compression::default();
+    let (mut num, mut den) = (Vec::new(), Vec::new());
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let count = |field: &str| -> Result<u64, MetricError> {
+            let v = input.f64_field(*line, row, field)?;
+            if v < 0.0 || v.fract() != 0.0 {
+                return Err(MetricError::at(
+                    *line,
+                    field,
+                    format!("expected a non-negative whole number of tokens, found {v}"),
+                ));
+            }
+            Ok(v as u64)
+        };
+        let c = document::Compression {
+            before: count("tokens_before")?,
+            after: count("tokens_after")?,
+        };
+        total.add(c);
+        num.push(c.before as f64);
+        den.push(c.after as f64);
+        items.push(json!({ "compression_ratio": opt_f64(c.ratio()), "kept": opt_f64(c.kept()) }));
+    }
+    let mut out = MetricOutput {
+        value: total.ratio().unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    ratio_interval(&mut out, &num, &den);
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra.insert("kept_share".into(), opt_f64(total.kept()));
+    out.extra
+        .insert("tokens_before".into(), json!(total.before));
+    out.extra.insert("tokens_after".into(), json!(total.after));
+    out.items = items;
+    Ok(out)
+}

@@ -1,0 +1,90 @@
+//! `oloproof metric` for the ingestion group (CER, WER, TEDS, near-duplicates, PII, …) through
+//! the real binary, with seed 000's worked examples.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn run(lines: &str, args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("in.jsonl"), lines).unwrap();
+    let mut full = vec!["metric"];
+    full.extend_from_slice(&args[..1]);
+    full.extend_from_slice(&["--input", "in.jsonl"]);
+    full.extend_from_slice(&args[1..]);
+    let out = oloproof(tmp.path(), &full);
+    (out, tmp)
+}
+
+fn json_of(lines: &str, args: &[&str]) -> Value {
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let (out, _tmp) = run(lines, &with_json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+const MARS: &str = r#"{"reference": "Mars has two moons, Phobos and Deimos.", "hypothesis": "Mars has two m00ns, Phobos and Deirnos."}
+"#;
+
+#[test]
+fn seed_mars_cer_and_wer() {
+    let cer = json_of(MARS, &["cer"]);
+    assert_eq!(format!("{:.3}", cer["value"].as_f64().unwrap()), "0.105");
+    assert_eq!(cer["reference_length"], 38);
+    let wer = json_of(MARS, &["wer", "--per-item"]);
+    assert_eq!(format!("{:.3}", wer["value"].as_f64().unwrap()), "0.286");
+    assert_eq!(wer["items"][0]["substitutions"], 2);
+    assert_eq!(wer["items"][0]["hits"], 5);
+}
+
+#[test]
+fn seed_near_duplicates() {
+    let docs = r#"{"id": "d1", "text": "Mars has two moons, Phobos and Deimos.", "group": "g"}
+{"id": "d2", "text": "Mars has two moons, Phobos and Deimos!", "group": "g"}
+{"id": "d3", "text": "Curiosity rover landed on Mars in 2012."}
+"#;
+    let v = json_of(docs, &["near_duplicates", "--per-item"]);
+    assert_eq!(v["value"], 1.0);
+    assert_eq!(
+        (v["bands"].as_u64(), v["rows"].as_u64()),
+        (Some(9), Some(13))
+    );
+    assert_eq!(v["items"][0]["a"], "d1");
+    assert_eq!(v["items"][0]["b"], "d2");
+}
+
+#[test]
+fn teds_pii_and_friends() {
+    let t = r#"{"pred_html": "<table><tr><td>a</td><td>c</td></tr></table>", "true_html": "<table><tr><td>a</td><td>b</td></tr></table>"}
+"#;
+    let v = json_of(t, &["teds"]);
+    assert!((v["value"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-12);
+    assert_eq!(json_of(t, &["teds_s"])["value"], 1.0);
+
+    let pii = r#"{"predicted": [{"start": 0, "end": 4, "type": "NAME"}, {"start": 10, "end": 20, "type": "EMAIL"}], "gold": [{"start": 0, "end": 4, "type": "NAME"}, {"start": 10, "end": 21, "type": "EMAIL"}]}
+"#;
+    let v = json_of(pii, &["pii"]);
+    assert_eq!(v["value"], 0.5);
+    assert_eq!(v["per_type"]["EMAIL"]["recall"], 0.0);
+    assert_eq!(json_of(pii, &["pii", "--match", "overlap"])["value"], 1.0);
+
+    let z = r#"{"tokens_before": 1000, "tokens_after": 250}
+{"tokens_before": 600, "tokens_after": 150}
+"#;
+    assert_eq!(json_of(z, &["compression_ratio"])["value"], 4.0);
+    let n = "{\"text\": \"caf\u{e9}\"}\n{\"text\": \"\u{fb01}le\"}\n";
+    assert_eq!(json_of(n, &["nfc_nfkc_agreement"])["value"], 0.5);
+}
+
+#[test]
+fn bad_rows_are_located() {
+    let (out, _tmp) = run("{\"reference\": \"a\"}\n", &["wer"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("in.jsonl:1: field `hypothesis`: missing field"),
+        "{}",
+        stderr(&out)
+    );
+}
