@@ -296,7 +296,7 @@ mod sklearn_report {
         let Some(python) = reference_python() else {
             return;
         };
-        let mut rng = SplitMix64(0xc1a5_5e5);
+        let mut rng = SplitMix64(0xc1a55e5);
         let labels = ["a", "b", "c", "d", "e", "f"];
         let mut cases = Vec::new();
         for _ in 0..400 {
@@ -363,7 +363,7 @@ mod agreement {
         let Some(python) = reference_python() else {
             return;
         };
-        let mut rng = SplitMix64(0x0ca9_9a);
+        let mut rng = SplitMix64(0x0ca99a);
         let mut cases = Vec::new();
         for _ in 0..600 {
             let k = 1 + rng.below(6);
@@ -406,7 +406,7 @@ mod agreement {
         let Some(python) = reference_python() else {
             return;
         };
-        let mut rng = SplitMix64(0x6a1f_a);
+        let mut rng = SplitMix64(0x6a1fa);
         let mut cases = Vec::new();
         let levels = [
             ("nominal", Level::Nominal),

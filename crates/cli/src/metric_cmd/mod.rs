@@ -6,6 +6,7 @@
 //! [`registry`]; the computations themselves are in the pure `oloproof-metrics` crate.
 
 mod answer;
+mod classify;
 mod ingest;
 
 use std::collections::BTreeMap;
@@ -183,6 +184,7 @@ impl MetricError {
 pub(crate) fn registry() -> Vec<MetricSpec> {
     let mut all = Vec::new();
     all.extend(answer::metrics());
+    all.extend(classify::metrics());
     all.extend(ingest::metrics());
     all
 }

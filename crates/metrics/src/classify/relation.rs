@@ -49,6 +49,9 @@ impl RelationScores {
 /// A `(head, relation, tail)` triple.
 pub type Triple<S> = (S, S, S);
 
+/// One item: its gold triples and its predicted triples.
+pub type TriplePair<S> = (Vec<Triple<S>>, Vec<Triple<S>>);
+
 fn key<S: AsRef<str>>(t: &Triple<S>) -> (&str, &str, &str) {
     (t.0.as_ref(), t.1.as_ref(), t.2.as_ref())
 }
@@ -65,7 +68,7 @@ fn key<S: AsRef<str>>(t: &Triple<S>) -> (&str, &str, &str) {
 /// assert_eq!((all.precision, all.recall, all.f1), (Some(0.5), Some(0.5), Some(0.5)));
 /// ```
 pub fn relation_f1<S: AsRef<str>>(
-    items: &[(Vec<Triple<S>>, Vec<Triple<S>>)],
+    items: &[TriplePair<S>],
 ) -> (RelationScores, Vec<(String, RelationScores)>) {
     let mut per: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
     for (gold, pred) in items {

@@ -192,8 +192,7 @@ where
     let mut prev_tag = 'O';
     let mut prev_type: &str = "";
     let mut begin = 0usize;
-    let mut i = 0usize;
-    for chunk in tags.chain(std::iter::once("O")) {
+    for (i, chunk) in tags.chain(std::iter::once("O")).enumerate() {
         let (tag, ty) = lenient_parse(chunk, suffix)?;
         if end_of_chunk(prev_tag, tag, prev_type, ty) {
             emit(prev_type, begin, i.wrapping_sub(1));
@@ -203,7 +202,6 @@ where
         }
         prev_tag = tag;
         prev_type = ty;
-        i += 1;
     }
     Ok(())
 }
@@ -689,6 +687,57 @@ pub fn evaluate<S: AsRef<str>>(
     })
 }
 
+/// Per-sentence entity counts `[true positives, predicted, true]` under the same reading as
+/// [`evaluate`], each entity counted in the sentence of its first token (for resampling
+/// sentences, e.g. a bootstrap interval of the micro F1). The sums over sentences are the micro
+/// counts of [`evaluate`].
+pub fn sentence_counts<S: AsRef<str>>(
+    y_true: &[Vec<S>],
+    y_pred: &[Vec<S>],
+    options: &Options,
+) -> Result<Vec<[u64; 3]>, ClassifyError> {
+    check_lengths(y_true, y_pred)?;
+    let mut types = Collector {
+        ids: HashMap::new(),
+        names: Vec::new(),
+    };
+    let truth = side(y_true, options, &mut types)?;
+    let pred = side(y_pred, options, &mut types)?;
+    // Default mode positions are offsets in the concatenation with one `O` after each sentence.
+    let mut starts = Vec::with_capacity(y_true.len());
+    let mut offset = 0u64;
+    for s in y_true {
+        starts.push(offset);
+        offset += s.len() as u64 + 1;
+    }
+    let sentence = |key: &(u32, u64, u64)| -> usize {
+        match options.mode {
+            Mode::Default => starts.partition_point(|&s| s <= key.1).saturating_sub(1),
+            Mode::Strict(_) => (key.1 >> 32) as usize,
+        }
+    };
+    let mut counts = vec![[0u64; 3]; y_true.len()];
+    for key in &truth {
+        counts[sentence(key)][2] += 1;
+    }
+    for key in &pred {
+        counts[sentence(key)][1] += 1;
+    }
+    let (mut a, mut b) = (0, 0);
+    while a < truth.len() && b < pred.len() {
+        match truth[a].cmp(&pred[b]) {
+            std::cmp::Ordering::Less => a += 1,
+            std::cmp::Ordering::Greater => b += 1,
+            std::cmp::Ordering::Equal => {
+                counts[sentence(&truth[a])][0] += 1;
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    Ok(counts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -724,6 +773,8 @@ mod tests {
         let r = evaluate(&t, &p, &Options::default()).unwrap();
         assert_eq!(r.accuracy, Some(0.8));
         assert_eq!(r.micro.support, 2);
+        let counts = sentence_counts(&t, &p, &Options::default()).unwrap();
+        assert_eq!(counts, [[0, 1, 1], [1, 1, 1]]);
     }
 
     #[test]
