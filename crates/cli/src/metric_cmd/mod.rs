@@ -6,8 +6,9 @@
 //! [`registry`]; the computations themselves are in the pure `oloproof-metrics` crate.
 
 mod answer;
-mod classify;
 mod ingest;
+mod ontology;
+mod rag;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -184,8 +185,9 @@ impl MetricError {
 pub(crate) fn registry() -> Vec<MetricSpec> {
     let mut all = Vec::new();
     all.extend(answer::metrics());
-    all.extend(classify::metrics());
     all.extend(ingest::metrics());
+    all.extend(rag::metrics());
+    all.extend(ontology::metrics());
     all
 }
 
