@@ -6,6 +6,7 @@
 //! [`registry`]; the computations themselves are in the pure `oloproof-metrics` crate.
 
 mod answer;
+mod classify;
 mod ingest;
 mod ontology;
 mod rag;
@@ -185,6 +186,7 @@ impl MetricError {
 pub(crate) fn registry() -> Vec<MetricSpec> {
     let mut all = Vec::new();
     all.extend(answer::metrics());
+    all.extend(classify::metrics());
     all.extend(ingest::metrics());
     all.extend(rag::metrics());
     all.extend(ontology::metrics());
