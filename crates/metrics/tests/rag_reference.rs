@@ -104,7 +104,7 @@ fn rag_metrics_match_numpy_sklearn_nuggetizer_and_datetime() {
     let values = ["a", "b", "c"];
     let predicates: Vec<(Vec<String>, Vec<String>)> = (0..400)
         .map(|_| {
-            let mut set = |rng: &mut SplitMix64| {
+            let set = |rng: &mut SplitMix64| {
                 let mut s = BTreeSet::new();
                 for _ in 0..rng.below(4) {
                     s.insert(format!(
