@@ -1,5 +1,5 @@
 """Reference for crates/metrics/tests/classify_reference.rs: runs the named reference libraries
-(seqeval, scikit-learn, krippendorff, scipy, numpy, statsmodels; pinned in
+(seqeval, scikit-learn, krippendorff, scipy, numpy; pinned in
 scripts/requirements-test.txt) on the cases the Rust test generates.
 
 Input on stdin: one JSON object per line with a "kind" and its arguments.
@@ -125,39 +125,6 @@ def quantile_case(c):
     }
 
 
-def power_case(c):
-    from statsmodels.stats.power import NormalIndPower, TTestIndPower, TTestPower
-    from statsmodels.stats.proportion import proportion_effectsize
-
-    k = c["test"]
-    if k == "proportions":
-        es = proportion_effectsize(c["p1"], c["p2"])
-        engine = NormalIndPower()
-        extra = {"ratio": c.get("ratio", 1.0)}
-    elif k == "ttest_ind":
-        es = c["d"]
-        engine = TTestIndPower()
-        extra = {"ratio": c.get("ratio", 1.0)}
-    else:
-        es = c["d"]
-        engine = TTestPower()
-        extra = {}
-    out = {"effect_size": float(es)}
-    out["power"] = float(
-        engine.power(effect_size=es, nobs1=c["n"], alpha=c["alpha"], alternative="two-sided", **extra)
-        if k != "ttest_paired"
-        else engine.power(effect_size=es, nobs=c["n"], alpha=c["alpha"], alternative="two-sided")
-    )
-    if k == "ttest_paired":
-        nobs = engine.solve_power(effect_size=es, nobs=None, alpha=c["alpha"], power=c["target"], alternative="two-sided")
-    else:
-        nobs = engine.solve_power(effect_size=es, nobs1=None, alpha=c["alpha"], power=c["target"], alternative="two-sided", **extra)
-    out["nobs"] = float(np.asarray(nobs).reshape(-1)[0]) if not isinstance(nobs, float) else nobs
-    return out
-
-
-import numpy as np  # noqa: E402  (used by power_case)
-
 KINDS = {
     "seqeval": seqeval_case,
     "sklearn": sklearn_case,
@@ -166,7 +133,6 @@ KINDS = {
     "correlation": correlation_case,
     "ece": ece_case,
     "quantile": quantile_case,
-    "power": power_case,
 }
 
 

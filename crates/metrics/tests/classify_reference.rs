@@ -1,6 +1,6 @@
 //! Classification, NER, agreement, calibration and statistics metrics against their reference
 //! libraries (`classify_reference.py` beside this file): seqeval 1.2.2, scikit-learn,
-//! krippendorff, scipy, numpy and statsmodels, pinned in `scripts/requirements-test.txt`.
+//! krippendorff, scipy and numpy, pinned in `scripts/requirements-test.txt`.
 //!
 //! Each test generates hundreds of random cases from a fixed seed, sends them to Python as JSON
 //! lines and compares the answers to 1e-9 (exact computations) or the stated tolerance. The
