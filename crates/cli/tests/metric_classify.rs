@@ -181,3 +181,26 @@ fn small_group_metrics() {
     );
     assert!((v["value"].as_f64().unwrap() - 0.7378647873726218).abs() < 1e-12);
 }
+
+#[test]
+fn sample_size_from_pilot_outcomes() {
+    // 20 pilot cases: baseline passes 14, candidate 16 (unpaired: 70 % vs 80 %).
+    let rows: String = (0..20)
+        .map(|i| {
+            let b = u8::from(i < 14);
+            let c = u8::from(i < 16);
+            format!("{{\"baseline\": {b}, \"candidate\": {c}}}\n")
+        })
+        .collect();
+    let v = json_of(&rows, &["sample_size", "--design", "unpaired"]);
+    // statsmodels: NormalIndPower().solve_power(proportion_effectsize(0.8, 0.7), power=0.8,
+    // alpha=0.05) = 291.69 per group.
+    assert_eq!(v["value"], 292.0);
+    assert_eq!(v["effect_kind"], "Cohen's h");
+    let v = json_of(&rows, &["sample_size", "--mde", "0.2"]);
+    assert!(v["value"].as_f64().unwrap() > 2.0);
+    let same = "{\"baseline\": 1, \"candidate\": 1}\n{\"baseline\": 0, \"candidate\": 0}\n";
+    let (out, _tmp) = run(same, &["sample_size"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--mde"), "{}", stderr(&out));
+}

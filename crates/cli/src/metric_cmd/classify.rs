@@ -1,7 +1,7 @@
 //! Classification, NER, agreement, calibration and latency metrics: `seqeval`,
 //! `classification_report`, `routing_accuracy`, `relation_f1`, `cohen_kappa`,
 //! `krippendorff_alpha`, `spearman`, `kendall_tau`, `ece`, `self_consistency`, `abstention`,
-//! `latency`.
+//! `latency`, `sample_size`.
 
 use oloproof_metrics::agreement::{self, KappaWeights, Level};
 use oloproof_metrics::calibration;
@@ -110,6 +110,18 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
                 OptionSpec { name: "q", help: "comma-separated quantiles; the value is the last one", default: Some("0.5,0.95,0.99") },
             ],
             run: latency,
+        },
+        MetricSpec {
+            name: "sample_size",
+            summary: "cases needed to detect a difference between two systems (two-sided), as statsmodels' power classes",
+            fields: "baseline: number or boolean  the baseline's score or pass/fail on a pilot case\ncandidate: number or boolean  the candidate's, same case",
+            options: &[
+                OptionSpec { name: "design", help: "paired (same cases: TTestPower on differences) or unpaired (NormalIndPower on Cohen's h for pass/fail, TTestIndPower for scores)", default: Some("paired") },
+                OptionSpec { name: "alpha", help: "two-sided significance level", default: Some("0.05") },
+                OptionSpec { name: "power", help: "target power", default: Some("0.8") },
+                OptionSpec { name: "mde", help: "minimum difference to detect, in score units (default: the observed mean difference)", default: None },
+            ],
+            run: sample_size,
         },
     ]
 }
@@ -891,6 +903,114 @@ fn latency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     }
     Ok(MetricOutput {
         value: *overall.last().unwrap_or(&f64::NAN),
+        extra,
+        ..MetricOutput::default()
+    })
+}
+
+fn mean_var(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let var = if x.len() > 1 {
+        x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
+fn sample_size(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    use oloproof_stats::power::{self, Design};
+    let alpha: f64 = input.parsed("alpha", "a number in (0, 1)")?.unwrap_or(0.05);
+    let target: f64 = input.parsed("power", "a number in (0, 1)")?.unwrap_or(0.8);
+    let mde: Option<f64> = input.parsed("mde", "a number")?;
+    let paired = match input.option("design").unwrap_or("paired") {
+        "paired" => true,
+        "unpaired" => false,
+        other => {
+            return Err(MetricError::usage(format!(
+                "--design {other}: expected paired or unpaired"
+            )))
+        }
+    };
+    let mut baseline = Vec::new();
+    let mut candidate = Vec::new();
+    for (line, row) in &input.rows {
+        baseline.push(input.f64_field(*line, row, "baseline")?);
+        candidate.push(input.f64_field(*line, row, "candidate")?);
+    }
+    if baseline.len() < 2 {
+        return Err(MetricError::usage(
+            "sample_size needs at least two pilot cases to estimate the variance".into(),
+        ));
+    }
+    let binary = baseline
+        .iter()
+        .chain(&candidate)
+        .all(|&v| v == 0.0 || v == 1.0);
+    let (mean_b, var_b) = mean_var(&baseline);
+    let (mean_c, var_c) = mean_var(&candidate);
+    let mde = mde.unwrap_or(mean_c - mean_b);
+    if mde == 0.0 {
+        return Err(MetricError::usage(
+            "the observed difference is 0: give the difference to detect with --mde".into(),
+        ));
+    }
+    let (design, effect, effect_kind) = if paired {
+        let diffs: Vec<f64> = candidate
+            .iter()
+            .zip(&baseline)
+            .map(|(c, b)| c - b)
+            .collect();
+        let (_, var_d) = mean_var(&diffs);
+        (
+            Design::Paired,
+            mde / var_d.sqrt(),
+            "Cohen's d of paired differences (sample sd)",
+        )
+    } else if binary {
+        let p2 = (mean_b + mde).clamp(0.0, 1.0);
+        (
+            Design::Proportions { ratio: 1.0 },
+            power::cohen_h(p2, mean_b),
+            "Cohen's h",
+        )
+    } else {
+        let pooled = ((var_b + var_c) / 2.0).sqrt();
+        (
+            Design::MeansIndependent { ratio: 1.0 },
+            mde / pooled,
+            "Cohen's d (pooled sample sd)",
+        )
+    };
+    if !effect.is_finite() {
+        return Err(MetricError::usage(
+            "the pilot differences have no variance: the effect size is undefined".into(),
+        ));
+    }
+    let n = power::sample_size(design, effect, alpha, target)
+        .map_err(|e| MetricError::usage(e.to_string()))?;
+    let current = power::power(design, effect, baseline.len() as f64, alpha)
+        .map_err(|e| MetricError::usage(e.to_string()))?;
+    let mut extra = Map::new();
+    extra.insert("n_exact".into(), json!(n));
+    extra.insert(
+        "unit".into(),
+        json!(if paired {
+            "paired cases"
+        } else {
+            "cases per system"
+        }),
+    );
+    extra.insert("effect_size".into(), json!(effect));
+    extra.insert("effect_kind".into(), json!(effect_kind));
+    extra.insert("mde".into(), json!(mde));
+    extra.insert("alpha".into(), json!(alpha));
+    extra.insert("target_power".into(), json!(target));
+    extra.insert("pilot_cases".into(), json!(baseline.len()));
+    extra.insert("power_at_pilot_size".into(), json!(current));
+    Ok(MetricOutput {
+        value: n.ceil(),
         extra,
         ..MetricOutput::default()
     })
