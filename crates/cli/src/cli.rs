@@ -72,6 +72,12 @@ pub(crate) struct RunArgs {
     /// config's `max_error_rate`, else 0).
     #[arg(long, value_name = "SHARE")]
     pub(crate) max_error_rate: Option<f64>,
+    /// Stop taking new cases once the judges have spent this many dollars (resume later).
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
+    /// Print the number of judge calls and an estimated token count, then stop: nothing is sent.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -148,12 +148,22 @@ fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
 
 fn run(args: RunArgs) -> Result<u8, CliError> {
     validate_rate(args.max_error_rate)?;
+    if args.max_cost.is_some_and(|c| !(c.is_finite() && c >= 0.0)) {
+        return Err(CliError::Usage(
+            "--max-cost takes a non-negative amount of dollars, e.g. 2.50".into(),
+        ));
+    }
     let flags = RunFlags {
         no_cache: args.no_cache,
         max_error_rate: args.max_error_rate,
+        max_cost: args.max_cost,
     };
     let mut progress = Progress::for_terminal();
     let config = load(&args.location, args.dir.as_deref(), &args.overrides)?;
+    oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
+    if args.dry_run {
+        return dry_run(&config);
+    }
     let outcome = match &args.resume {
         Some(run_id) => resume_run(&config.store_path(), run_id, flags, &mut progress),
         None => {
@@ -164,6 +174,18 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     progress.finish();
     let outcome = outcome?;
     print_summary(&outcome.summary, args.json)?;
+    if outcome.summary.done < outcome.summary.cases {
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "error: stopped before the end ({} of {} cases){}; resume with `oloproof run --resume {}`; exit 4",
+            outcome.summary.done,
+            outcome.summary.cases,
+            args.max_cost.map(|c| format!(" at the cost cap of ${c:.2}")).unwrap_or_default(),
+            outcome.run_id
+        )?;
+        return Ok(exit_codes::INCOMPLETE);
+    }
     if outcome.incomplete() {
         let mut err = std::io::stderr().lock();
         writeln!(
@@ -429,3 +451,62 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
     Ok(exit_codes::SUCCESS)
 }
 
+/// `oloproof run --dry-run`: judge calls and estimated tokens, nothing sent.
+fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
+    let cases: Vec<Case> = load_cases(&config.cases_path()).map_err(EngineError::from)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Dry run: {} cases; nothing is sent to the system or the judges.",
+        cases.len()
+    )?;
+    let mut total_calls = 0u64;
+    let mut total_embeds = 0u64;
+    let mut total_tokens = 0u64;
+    let mut total_cost = 0.0f64;
+    let mut any = false;
+    for ev in &config.options.evaluators {
+        let Some(judged) = ev.judged() else { continue };
+        any = true;
+        let (mut calls, mut embeds, mut tokens) = (0u64, 0u64, 0u64);
+        for case in &cases {
+            let (c, e, t) = oloproof_engine::judged::dry_run_estimate(ev, judged, case);
+            calls += c;
+            embeds += e;
+            tokens += t;
+        }
+        let judge = judged
+            .judge
+            .clone()
+            .or_else(|| judged.embedding_judge.clone())
+            .unwrap_or_default();
+        let settings = config.options.judges.get(&judge);
+        let model = settings
+            .and_then(|s| s.get("model"))
+            .and_then(|m| m.as_str())
+            .unwrap_or("?");
+        let price = settings
+            .and_then(|s| s.pointer("/prices/input_per_mtok"))
+            .and_then(|p| p.as_f64());
+        let cost = price.map(|p| tokens as f64 * p / 1e6);
+        total_calls += calls;
+        total_embeds += embeds;
+        total_tokens += tokens;
+        total_cost += cost.unwrap_or(0.0);
+        writeln!(
+            out,
+            "  {} (judge {judge}, {model}): up to {calls} judge calls, {embeds} embedding requests, ~{tokens} input tokens{}",
+            ev.criterion(),
+            cost.map(|c| format!(", ~${c:.4} input")).unwrap_or_default()
+        )?;
+    }
+    if !any {
+        writeln!(out, "No judged criteria: this run makes no judge calls.")?;
+        return Ok(exit_codes::SUCCESS);
+    }
+    writeln!(
+        out,
+        "Total: up to {total_calls} judge calls and {total_embeds} embedding requests, ~{total_tokens} input tokens, ~${total_cost:.4} for input tokens (estimate: 4 characters a token, the gold context standing in for the context; cached calls are not sent)."
+    )?;
+    Ok(exit_codes::SUCCESS)
+}

@@ -38,6 +38,9 @@ pub struct ProjectOptions {
     /// Share of cases allowed to end in an error before the run exits 4 (default 0).
     #[serde(default)]
     pub max_error_rate: f64,
+    /// Judges by name (`provider`, `model`, …), validated by the judge layer.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub judges: std::collections::BTreeMap<String, Value>,
 }
 
 fn default_min_slice_support() -> usize {
@@ -182,6 +185,58 @@ pub struct CitationOptions {
     pub require_citations: bool,
 }
 
+/// How repeated judgments combine.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregate {
+    /// The most frequent value (ties to the lower value).
+    Majority,
+    /// The mean value.
+    Mean,
+}
+
+/// Options of a judged evaluator (an LLM judge and/or an embedding model).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JudgedOptions {
+    /// Criterion name (default: the evaluator type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The judge (a key of `judges:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// The judge used for embeddings (default: `judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_judge: Option<String>,
+    /// Independent judgments per case (self-consistency), default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// How repeats combine (default: majority for pass/fail judges, mean for scores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Aggregate>,
+    /// `context_precision`: judge usefulness against the reference (default) or the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_reference: Option<bool>,
+    /// `factual_correctness`: `f1` (default), `precision` or `recall`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<FactualModeOption>,
+    /// `answer_relevancy`: questions generated per answer (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strictness: Option<usize>,
+}
+
+/// `factual_correctness` modes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FactualModeOption {
+    /// Harmonic mean of precision and recall.
+    F1,
+    /// Answer claims supported by the reference.
+    Precision,
+    /// Reference claims supported by the answer.
+    Recall,
+}
+
 /// One entry of `evaluators:`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -204,6 +259,24 @@ pub enum EvaluatorOptions {
     Ndcg(RankOptions),
     /// Every cited id is a passage of the context given to `generate`.
     CitationValidity(CitationOptions),
+    /// LLM judge: is every claim of the answer supported by the context (pass/fail)?
+    GroundednessJudge(JudgedOptions),
+    /// LLM judge: share of cited statements their cited passages support.
+    CitationSupportJudge(JudgedOptions),
+    /// Ragas faithfulness: supported claims / claims.
+    Faithfulness(JudgedOptions),
+    /// Ragas answer relevancy: generated questions' cosine to the question.
+    AnswerRelevancy(JudgedOptions),
+    /// Ragas context precision (average precision of useful chunks).
+    ContextPrecision(JudgedOptions),
+    /// Ragas context recall (reference claims attributable to the context).
+    ContextRecall(JudgedOptions),
+    /// Ragas factual correctness (claim precision/recall/F1 against the reference).
+    FactualCorrectness(JudgedOptions),
+    /// Ragas answer correctness (factual F1 and semantic similarity).
+    AnswerCorrectness(JudgedOptions),
+    /// Embedding cosine between answer and reference.
+    SemanticSimilarity(JudgedOptions),
 }
 
 impl EvaluatorOptions {
@@ -219,6 +292,31 @@ impl EvaluatorOptions {
             EvaluatorOptions::Mrr(_) => "mrr",
             EvaluatorOptions::Ndcg(_) => "ndcg",
             EvaluatorOptions::CitationValidity(_) => "citation_validity",
+            EvaluatorOptions::GroundednessJudge(_) => "groundedness_judge",
+            EvaluatorOptions::CitationSupportJudge(_) => "citation_support_judge",
+            EvaluatorOptions::Faithfulness(_) => "faithfulness",
+            EvaluatorOptions::AnswerRelevancy(_) => "answer_relevancy",
+            EvaluatorOptions::ContextPrecision(_) => "context_precision",
+            EvaluatorOptions::ContextRecall(_) => "context_recall",
+            EvaluatorOptions::FactualCorrectness(_) => "factual_correctness",
+            EvaluatorOptions::AnswerCorrectness(_) => "answer_correctness",
+            EvaluatorOptions::SemanticSimilarity(_) => "semantic_similarity",
+        }
+    }
+
+    /// The judged options, for evaluators that call a judge.
+    pub fn judged(&self) -> Option<&JudgedOptions> {
+        match self {
+            EvaluatorOptions::GroundednessJudge(o)
+            | EvaluatorOptions::CitationSupportJudge(o)
+            | EvaluatorOptions::Faithfulness(o)
+            | EvaluatorOptions::AnswerRelevancy(o)
+            | EvaluatorOptions::ContextPrecision(o)
+            | EvaluatorOptions::ContextRecall(o)
+            | EvaluatorOptions::FactualCorrectness(o)
+            | EvaluatorOptions::AnswerCorrectness(o)
+            | EvaluatorOptions::SemanticSimilarity(o) => Some(o),
+            _ => None,
         }
     }
 
@@ -243,6 +341,10 @@ impl EvaluatorOptions {
                 .criterion
                 .clone()
                 .unwrap_or_else(|| "citations_valid".to_string()),
+            other => other
+                .judged()
+                .and_then(|o| o.criterion.clone())
+                .unwrap_or_else(|| other.type_name().to_string()),
         }
     }
 }
@@ -258,6 +360,15 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "mrr",
     "ndcg",
     "citation_validity",
+    "groundedness_judge",
+    "citation_support_judge",
+    "faithfulness",
+    "answer_relevancy",
+    "context_precision",
+    "context_recall",
+    "factual_correctness",
+    "answer_correctness",
+    "semantic_similarity",
 ];
 
 /// Built-in slice keys besides `metadata.*`.
@@ -266,6 +377,10 @@ pub const BUILTIN_SLICES: &[&str] = &["relevant_position", "context_truncated"];
 /// A loaded, validated configuration with the folder it came from.
 #[derive(Debug, Clone)]
 pub struct ProjectConfig {
+    /// The parsed file with positions, for validation done by other layers (judges).
+    pub source: YamlDocument,
+    /// The file's value with the overrides applied.
+    pub value: Value,
     /// The config file as the user named it.
     pub path: PathBuf,
     /// Its folder: relative paths resolve against it.
@@ -374,6 +489,8 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
         dir
     };
     Ok(ProjectConfig {
+        source: doc,
+        value,
         path: path.to_path_buf(),
         dir,
         options,
@@ -548,6 +665,52 @@ pub fn validate(
                 .map(|s| format!("did you mean `{s}`?"))
                 .or_else(|| Some(format!("did you mean `metadata.{slice}`?")));
             return Err(attribute(err, overrides, &format!("slices[{i}]")));
+        }
+    }
+    let judge_names: Vec<&str> = options.judges.keys().map(String::as_str).collect();
+    for (i, ev) in options.evaluators.iter().enumerate() {
+        let Some(judged) = ev.judged() else { continue };
+        let needs_llm = !matches!(ev, EvaluatorOptions::SemanticSimilarity(_));
+        let refs = [
+            ("judge", judged.judge.as_ref()),
+            ("embedding_judge", judged.embedding_judge.as_ref()),
+        ];
+        if needs_llm && judged.judge.is_none() {
+            let mut err = doc.error_at(
+                &format!("evaluators[{i}]"),
+                true,
+                format!("`{}` needs a judge", ev.type_name()),
+            );
+            err.key_path = Some(format!("evaluators[{i}].judge"));
+            err.help = Some(match judge_names.first() {
+                Some(n) => format!("add `judge: {n}`"),
+                None => "declare one under `judges:` (provider, model, api_key_env) and name it with `judge:`".to_string(),
+            });
+            return Err(err);
+        }
+        if !needs_llm && judged.judge.is_none() && judged.embedding_judge.is_none() {
+            let mut err = doc.error_at(
+                &format!("evaluators[{i}]"),
+                true,
+                "`semantic_similarity` needs an embedding judge",
+            );
+            err.help = Some("add `embedding_judge: NAME` (or `judge: NAME`)".to_string());
+            return Err(err);
+        }
+        for (key, name) in refs {
+            let Some(name) = name else { continue };
+            if !options.judges.contains_key(name) {
+                let path = format!("evaluators[{i}].{key}");
+                let mut err = doc.error_at(&path, true, format!("no judge named `{name}`"));
+                err.expected = Some(if judge_names.is_empty() {
+                    "a judge declared under `judges:`".to_string()
+                } else {
+                    format!("one of {}", judge_names.join(", "))
+                });
+                err.help = did_you_mean(name, judge_names.iter().copied())
+                    .map(|s| format!("did you mean `{s}`?"));
+                return Err(attribute(err, overrides, &path));
+            }
         }
     }
     Ok(options)

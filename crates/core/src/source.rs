@@ -273,6 +273,24 @@ impl YamlDocument {
         })
     }
 
+    /// Deserialises the value found at `key_path` of `value` into `T`; errors are located under
+    /// that path (e.g. `judges.default.modle`).
+    pub fn deserialize_at<T: DeserializeOwned>(
+        &self,
+        value: &Value,
+        key_path: &str,
+    ) -> Result<T, SourceError> {
+        serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+            let inner = e.path().to_string();
+            let path = if inner == "." {
+                key_path.to_string()
+            } else {
+                format!("{key_path}.{inner}")
+            };
+            self.serde_error(&path, &e.inner().to_string())
+        })
+    }
+
     fn serde_error(&self, path: &str, message: &str) -> SourceError {
         let (head, expected) = split_expected(message);
         if let Some(field) = backticked(head, "unknown field `") {

@@ -312,7 +312,7 @@ fn run_child(
     })?;
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     let outcome = execute_pending(
-        store, store_path, &run_id, &settings, options, None, 1.0, recorded, observer,
+        store, store_path, &run_id, &settings, options, None, 1.0, recorded, None, observer,
     )?;
     Ok((run_id, outcome.summary.cache))
 }

@@ -41,6 +41,80 @@ pub trait Evaluator: Send + Sync {
     fn options(&self) -> &EvaluatorOptions;
     /// Judges one case.
     fn evaluate(&self, case: &Case, trace: &Trace) -> CriterionVerdict;
+    /// Judges one case with the run's judges at hand (judged evaluators need them).
+    fn evaluate_with(
+        &self,
+        case: &Case,
+        trace: &Trace,
+        env: Option<&crate::judged::JudgeEnv<'_>>,
+    ) -> CriterionVerdict {
+        let _ = env;
+        self.evaluate(case, trace)
+    }
+    /// Names of the judges it calls (their settings join its judgment cache key).
+    fn judge_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A criterion scored by a judge (see [`crate::judged`]).
+struct Judged {
+    criterion: String,
+    options: EvaluatorOptions,
+    judged: oloproof_core::config::JudgedOptions,
+}
+
+impl Evaluator for Judged {
+    fn criterion(&self) -> &str {
+        &self.criterion
+    }
+
+    fn kind(&self) -> SummaryKind {
+        crate::judged::kind(&self.options)
+    }
+
+    fn options(&self) -> &EvaluatorOptions {
+        &self.options
+    }
+
+    fn evaluate(&self, _case: &Case, _trace: &Trace) -> CriterionVerdict {
+        verdict(
+            &self.criterion,
+            Verdict::Missing {
+                error: "no judges are configured for this evaluation".into(),
+            },
+            Value::Null,
+        )
+    }
+
+    fn evaluate_with(
+        &self,
+        case: &Case,
+        trace: &Trace,
+        env: Option<&crate::judged::JudgeEnv<'_>>,
+    ) -> CriterionVerdict {
+        match env {
+            Some(env) => crate::judged::evaluate(
+                &self.criterion,
+                &self.options,
+                &self.judged,
+                case,
+                trace,
+                env,
+            ),
+            None => self.evaluate(case, trace),
+        }
+    }
+
+    fn judge_names(&self) -> Vec<String> {
+        [
+            self.judged.judge.clone(),
+            self.judged.embedding_judge.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// Builds the evaluator an `evaluators:` entry describes.
@@ -67,6 +141,11 @@ pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
             criterion,
             options: options.clone(),
             citation: o.clone(),
+        }),
+        other => Box::new(Judged {
+            criterion,
+            options: other.clone(),
+            judged: other.judged().cloned().unwrap_or_default(),
         }),
     }
 }

@@ -14,6 +14,7 @@ pub mod diagnose;
 pub mod error;
 pub mod evaluate;
 pub mod execute;
+pub mod judged;
 pub mod run;
 pub mod settings;
 pub mod summary;

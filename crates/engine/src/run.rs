@@ -76,6 +76,9 @@ pub struct RunFlags {
     pub no_cache: bool,
     /// Overrides `max_error_rate`.
     pub max_error_rate: Option<f64>,
+    /// Stop taking new cases once the judges have spent this many dollars (the run stays
+    /// resumable).
+    pub max_cost: Option<f64>,
 }
 
 fn store_dir(store_path: &Path) -> PathBuf {
@@ -164,6 +167,7 @@ pub fn start_run(
         Some(first),
         max_error_rate,
         &std::collections::HashMap::new(),
+        flags.max_cost,
         observer,
     )
 }
@@ -206,6 +210,7 @@ pub fn resume_run(
         None,
         max_error_rate,
         &std::collections::HashMap::new(),
+        flags.max_cost,
         observer,
     )
 }
@@ -266,7 +271,14 @@ pub fn summarize_stored(
         .iter()
         .map(|e| (e.criterion().to_string(), e.kind()))
         .collect();
-    Ok(summarize(
+    let judged = evaluators.iter().any(|e| e.options().judged().is_some());
+    let mut usage = crate::summary::JudgeUsage::default();
+    for (_, _, verdicts) in &loaded {
+        for v in verdicts {
+            usage.add_detail(&v.detail);
+        }
+    }
+    let mut summary = summarize(
         &SummaryInputs {
             run_id,
             system: (&settings.system.name, &settings.system.version),
@@ -279,7 +291,9 @@ pub fn summarize_stored(
             cache,
         },
         &outcomes,
-    ))
+    );
+    summary.judges = judged.then_some(usage);
+    Ok(summary)
 }
 
 /// A stored run read back: its record, settings, and every case with its trace and verdicts.
@@ -383,12 +397,15 @@ struct Finished {
 }
 
 /// Judges one executed case, through the judgment cache.
+#[allow(clippy::too_many_arguments)]
 fn judge(
     evaluators: &[Box<dyn Evaluator>],
     system: &SystemSettings,
     case: &Case,
     trace: &Trace,
     cache: &CacheReader<'_>,
+    env: &crate::judged::JudgeEnv<'_>,
+    judge_cache: &crate::judged::StoreJudgeCache,
     writes: &mut Vec<CacheWrite>,
     counts: &mut crate::summary::HitMiss,
 ) -> Vec<CriterionVerdict> {
@@ -402,11 +419,17 @@ fn judge(
         .iter()
         .map(|e| {
             if trace.error.is_some() {
-                return e.evaluate(case, trace);
+                return e.evaluate_with(case, trace, Some(env));
             }
+            let judges: Vec<serde_json::Value> = e
+                .judge_names()
+                .iter()
+                .map(|n| env.judges.identity(n))
+                .collect();
             let key = content_hash(&json!({
                 "layer": layer::JUDGMENT,
                 "evaluator": e.options(),
+                "judges": judges,
                 "case": {"id": case.id, "expected": case.expected},
                 "execution": exec,
                 "content": content,
@@ -422,7 +445,8 @@ fn judge(
                 };
             }
             counts.record(false);
-            let v = e.evaluate(case, trace);
+            let v = e.evaluate_with(case, trace, Some(env));
+            writes.extend(judge_cache.take_writes());
             if !matches!(v.verdict, Verdict::Missing { .. }) {
                 if let Ok(json) = serde_json::to_string(&v) {
                     writes.push((layer::JUDGMENT.to_string(), key, json));
@@ -443,8 +467,13 @@ pub(crate) fn execute_pending(
     first: Option<Box<dyn SystemConnection>>,
     max_error_rate: f64,
     recorded: &std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
+    max_cost: Option<f64>,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
+    let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
+        .map_err(EngineError::Usage)?;
+    let registry = &registry;
+    let over_budget = || max_cost.is_some_and(|cap| registry.spent_usd() >= cap);
     let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
     let claimed = store.claim_pending(run_id, lease)?;
     let total = store.run(run_id)?.case_count as u64;
@@ -481,6 +510,7 @@ pub(crate) fn execute_pending(
                     conn: first.take(),
                 };
                 let evaluators = &evaluators;
+                let over_budget = &over_budget;
                 scope.spawn(move || {
                     let reader = if settings.use_cache {
                         SqliteStore::open_reader(store_path).ok()
@@ -488,7 +518,21 @@ pub(crate) fn execute_pending(
                         None
                     };
                     let cache = CacheReader::new(reader.as_ref());
+                    let judge_reader = if settings.use_cache {
+                        SqliteStore::open_reader(store_path).ok()
+                    } else {
+                        None
+                    };
+                    let judge_cache = crate::judged::StoreJudgeCache::new(judge_reader);
+                    let env = crate::judged::JudgeEnv {
+                        judges: registry,
+                        cache: &judge_cache,
+                    };
                     for (case, attempt) in job_rx.iter() {
+                        if over_budget() {
+                            // The cost cap: stop taking cases; they stay pending and resumable.
+                            break;
+                        }
                         let (trace, mut writes) = execute_case(
                             &settings.system,
                             &case,
@@ -506,6 +550,8 @@ pub(crate) fn execute_pending(
                             &case,
                             &trace,
                             &cache,
+                            &env,
+                            &judge_cache,
                             &mut writes,
                             &mut judgment,
                         );

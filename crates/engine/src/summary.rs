@@ -113,6 +113,40 @@ pub struct Percentiles {
     pub p99: f64,
 }
 
+/// Judge use of a run: calls, tokens and cost, summed over every verdict's calls.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct JudgeUsage {
+    /// Judge calls made (sent to a provider).
+    pub calls: u64,
+    /// Judge calls served from the cache.
+    pub cached_calls: u64,
+    /// Input tokens billed.
+    pub input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
+    /// Dollars, from the configured prices (0 without prices).
+    pub cost_usd: f64,
+}
+
+impl JudgeUsage {
+    /// Adds the calls recorded in a verdict's detail (`detail.calls`).
+    pub fn add_detail(&mut self, detail: &Value) {
+        let Some(calls) = detail.get("calls").and_then(Value::as_array) else {
+            return;
+        };
+        for c in calls {
+            if c.get("cached").and_then(Value::as_bool).unwrap_or(false) {
+                self.cached_calls += 1;
+                continue;
+            }
+            self.calls += 1;
+            self.input_tokens += c.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
+            self.output_tokens += c.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+            self.cost_usd += c.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+        }
+    }
+}
+
 /// A run's summary.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunSummary {
@@ -144,6 +178,9 @@ pub struct RunSummary {
     pub bootstrap_seed: u64,
     /// Bootstrap resamples.
     pub bootstrap_resamples: usize,
+    /// Judge calls, tokens and cost, when the run has judged criteria.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judges: Option<JudgeUsage>,
 }
 
 /// One finished case as the summary reads it.
@@ -401,6 +438,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         latency_ms: latency,
         bootstrap_seed: inputs.seed,
         bootstrap_resamples: inputs.resamples,
+        judges: None,
     }
 }
 

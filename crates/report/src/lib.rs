@@ -135,6 +135,12 @@ pub fn run_report(summary: &RunSummary) -> String {
         out.push('\n');
     }
     out.push_str(&cache_lines(summary));
+    if let Some(j) = &summary.judges {
+        out.push_str(&format!(
+            "Judges: {} calls ({} from cache) · {} input + {} output tokens · ${:.4}\n",
+            j.calls, j.cached_calls, j.input_tokens, j.output_tokens, j.cost_usd
+        ));
+    }
     if summary.errors > 0 {
         out.push_str(&format!(
             "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",
@@ -414,6 +420,26 @@ pub fn case_report(
         .unwrap_or(0);
     for v in verdicts {
         out.push_str(&format!("  {:width$}  {}\n", v.criterion, verdict_text(v)));
+        if let Some(Value::Array(calls)) = v.detail.get("calls") {
+            for c in calls {
+                let template = c.get("template").and_then(Value::as_str).unwrap_or("?");
+                let cached = if c.get("cached").and_then(Value::as_bool).unwrap_or(false) {
+                    " (cached)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("    judge call {template}{cached}\n"));
+                if let Some(raw) = c.get("raw").and_then(Value::as_str) {
+                    out.push_str(&format!("      raw:    {}\n", one_line(raw, 300)));
+                }
+                if let Some(parsed) = c.get("parsed") {
+                    out.push_str(&format!(
+                        "      parsed: {}\n",
+                        one_line(&parsed.to_string(), 300)
+                    ));
+                }
+            }
+        }
     }
     out
 }

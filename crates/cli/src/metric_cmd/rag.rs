@@ -318,7 +318,10 @@ fn outcome(
     Ok(None)
 }
 
-fn load_docs(input: &MetricInput) -> Result<Vec<(String, BTreeMap<String, String>)>, MetricError> {
+/// Documents with their metadata fields, as `--docs` lists them.
+type DocFields = Vec<(String, BTreeMap<String, String>)>;
+
+fn load_docs(input: &MetricInput) -> Result<DocFields, MetricError> {
     let (path, text) = read_option_file(input, "docs")?;
     let mut docs = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -1090,13 +1093,15 @@ fn cache(input: &MetricInput) -> Result<MetricOutput, MetricError> {
                     let get = |k: &str| m.get(k).and_then(Value::as_u64);
                     match (get("hits"), get("lookups")) {
                         (Some(h), Some(l)) if h <= l => (h, l),
-                        _ => return Err(MetricError::at(
-                            *line,
-                            "cache",
-                            format!(
+                        _ => {
+                            return Err(MetricError::at(
+                                *line,
+                                "cache",
+                                format!(
                                 "`{layer}`: expected {{\"hits\": n, \"lookups\": m}} with n ≤ m"
                             ),
-                        )),
+                            ))
+                        }
                     }
                 }
                 other => {

@@ -1,0 +1,402 @@
+//! Judged evaluators: criteria scored by an LLM judge or an embedding model through
+//! `oloproof-judge` (groundedness, citation support, and the Ragas metrics).
+//!
+//! Every judge call goes through the `judge_call` cache layer (keyed by provider, model,
+//! base URL, template and version, rendered messages, sampling and repeat index); the raw
+//! response and the parsed judgment are kept in the verdict's detail. A call that finally fails
+//! makes the criterion `missing` with the error — never a pass or a fail — and an undefined
+//! score (a refusal has no claims) is `excluded` with its reason.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use oloproof_core::case::Case;
+use oloproof_core::config::{Aggregate, EvaluatorOptions, FactualModeOption, JudgedOptions};
+use oloproof_core::source::SourceError;
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_judge::ragas::{self, Aggregation, FactualMode, JudgedScore, Sample};
+use oloproof_judge::templates::CitedStatement;
+use oloproof_judge::{CallRecord, JudgeCache, JudgeClient, JudgeError, JudgeSettings};
+use oloproof_store::SqliteStore;
+use serde_json::{json, Value};
+
+use crate::evaluate::SummaryKind;
+use crate::execute::CacheWrite;
+
+/// Cache layer of single judge calls.
+pub const JUDGE_CALL_LAYER: &str = "judge_call";
+
+/// The run's judges, by name.
+#[derive(Default)]
+pub struct JudgeRegistry {
+    clients: BTreeMap<String, Arc<JudgeClient>>,
+    settings: BTreeMap<String, JudgeSettings>,
+}
+
+impl JudgeRegistry {
+    /// Builds the clients of `judges:` (keys are read from the environment only when a call
+    /// is made).
+    pub fn from_options(judges: &BTreeMap<String, Value>) -> Result<Self, String> {
+        let mut registry = JudgeRegistry::default();
+        for (name, value) in judges {
+            let settings: JudgeSettings =
+                serde_json::from_value(value.clone()).map_err(|e| format!("judges.{name}: {e}"))?;
+            let client = JudgeClient::new(name, settings.clone()).map_err(|e| e.to_string())?;
+            registry.clients.insert(name.clone(), Arc::new(client));
+            registry.settings.insert(name.clone(), settings);
+        }
+        Ok(registry)
+    }
+
+    /// The client named `name`.
+    pub fn client(&self, name: &str) -> Option<&Arc<JudgeClient>> {
+        self.clients.get(name)
+    }
+
+    /// Settings of `name` (what identifies its judgments), as JSON.
+    pub fn identity(&self, name: &str) -> Value {
+        self.settings
+            .get(name)
+            .and_then(|s| serde_json::to_value(s).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Dollars spent by every judge of this process so far.
+    pub fn spent_usd(&self) -> f64 {
+        self.clients.values().map(|c| c.totals().cost_usd).sum()
+    }
+}
+
+/// Checks `judges:` with source positions (unknown keys, wrong types, bad values).
+pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<(), SourceError> {
+    let Some(Value::Object(judges)) = config.value.get("judges") else {
+        return Ok(());
+    };
+    for (name, value) in judges {
+        let path = format!("judges.{name}");
+        let settings: JudgeSettings = config.source.deserialize_at(value, &path)?;
+        if let Err(message) = settings.validate() {
+            return Err(config.source.error_at(&path, false, message));
+        }
+    }
+    Ok(())
+}
+
+/// A judge-call cache over the run store: reads through its own read-only connection, and
+/// collects new entries to be committed with the case.
+pub struct StoreJudgeCache {
+    reader: Mutex<Option<SqliteStore>>,
+    writes: Mutex<Vec<CacheWrite>>,
+}
+
+impl StoreJudgeCache {
+    /// A cache reading from `reader` (`None`: caches bypassed; entries are still written).
+    pub fn new(reader: Option<SqliteStore>) -> Self {
+        StoreJudgeCache {
+            reader: Mutex::new(reader),
+            writes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The entries added since the last call.
+    pub fn take_writes(&self) -> Vec<CacheWrite> {
+        std::mem::take(&mut *self.writes.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl JudgeCache for StoreJudgeCache {
+    fn get(&self, key: &str) -> Option<(String, Value)> {
+        let guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let stored = guard
+            .as_ref()?
+            .cache_get(JUDGE_CALL_LAYER, key)
+            .ok()
+            .flatten()?;
+        let v: Value = serde_json::from_str(&stored).ok()?;
+        Some((
+            v.get("raw")?.as_str()?.to_string(),
+            v.get("parsed")?.clone(),
+        ))
+    }
+
+    fn put(&self, key: &str, raw: &str, parsed: &Value) {
+        let value = json!({"raw": raw, "parsed": parsed}).to_string();
+        self.writes.lock().unwrap_or_else(|p| p.into_inner()).push((
+            JUDGE_CALL_LAYER.to_string(),
+            key.to_string(),
+            value,
+        ));
+    }
+}
+
+/// What a judged evaluator needs at evaluation time.
+pub struct JudgeEnv<'a> {
+    /// The run's judges.
+    pub judges: &'a JudgeRegistry,
+    /// The judge-call cache.
+    pub cache: &'a dyn JudgeCache,
+}
+
+/// How a judged criterion is summarised.
+pub fn kind(options: &EvaluatorOptions) -> SummaryKind {
+    match options {
+        EvaluatorOptions::GroundednessJudge(_) => SummaryKind::Proportion,
+        _ => SummaryKind::Mean,
+    }
+}
+
+/// The question text of a case: `input.question`, else `query`, `user_input`, else the input.
+pub fn question_of(case: &Case) -> String {
+    for key in ["question", "query", "user_input"] {
+        if let Some(Value::String(q)) = case.input.get(key) {
+            return q.clone();
+        }
+    }
+    Value::Object(case.input.clone()).to_string()
+}
+
+fn reference_of(case: &Case) -> Option<String> {
+    match &case.expected.answer {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(items)) => items.iter().find_map(|v| v.as_str().map(str::to_string)),
+        _ => None,
+    }
+}
+
+fn call_detail(calls: &[CallRecord]) -> Value {
+    Value::Array(
+        calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "template": format!("{}@{}", c.template_id, c.template_version),
+                    "repeat": c.repeat_index,
+                    "cached": c.cached,
+                    "attempts": c.attempts,
+                    "repaired": c.repaired,
+                    "input_tokens": c.usage.input_tokens,
+                    "output_tokens": c.usage.output_tokens,
+                    "cost_usd": c.cost_usd,
+                    "raw": c.raw,
+                    "parsed": c.parsed,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Judges one case for a judged evaluator.
+pub fn evaluate(
+    criterion: &str,
+    options: &EvaluatorOptions,
+    judged: &JudgedOptions,
+    case: &Case,
+    trace: &Trace,
+    env: &JudgeEnv<'_>,
+) -> CriterionVerdict {
+    let verdict = |v: Verdict, detail: Value| CriterionVerdict {
+        criterion: criterion.to_string(),
+        verdict: v,
+        detail,
+    };
+    let Some(answer) = trace.answer().map(str::to_string) else {
+        let error = match &trace.error {
+            Some(e) => e.summary(),
+            None => "the system's output has no `answer`".to_string(),
+        };
+        return verdict(Verdict::Missing { error }, Value::Null);
+    };
+    let lookup = |name: &Option<String>| -> Result<Option<&Arc<JudgeClient>>, String> {
+        match name {
+            None => Ok(None),
+            Some(n) => env
+                .judges
+                .client(n)
+                .map(Some)
+                .ok_or_else(|| format!("no judge named `{n}`")),
+        }
+    };
+    let (judge, embedder) = match (lookup(&judged.judge), lookup(&judged.embedding_judge)) {
+        (Ok(j), Ok(e)) => (j, e.or(j)),
+        (Err(e), _) | (_, Err(e)) => return verdict(Verdict::Missing { error: e }, Value::Null),
+    };
+    let question = question_of(case);
+    let reference = reference_of(case);
+    let contexts: Vec<String> = trace
+        .context
+        .as_ref()
+        .map(|c| {
+            c.passages
+                .iter()
+                .filter_map(|p| p.passage.text.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let sample = Sample {
+        question: &question,
+        answer: &answer,
+        contexts: &contexts,
+        reference: reference.as_deref(),
+    };
+    let embed_fn = |texts: &[String]| -> Result<Vec<Vec<f32>>, JudgeError> {
+        match embedder {
+            Some(e) => e.embed(texts),
+            None => Err(JudgeError::Unsupported {
+                judge: "(none)".into(),
+                message: "embeddings without an embedding judge".into(),
+            }),
+        }
+    };
+    let aggregation = match judged.aggregate {
+        Some(Aggregate::Majority) => Aggregation::Majority,
+        Some(Aggregate::Mean) => Aggregation::Mean,
+        None if kind(options) == SummaryKind::Proportion => Aggregation::Majority,
+        None => Aggregation::Mean,
+    };
+    let cache = env.cache;
+    let run = |repeat: u32| -> Result<JudgedScore, JudgeError> {
+        let need = || {
+            judge
+                .map(|j| j.as_ref())
+                .ok_or_else(|| JudgeError::Unsupported {
+                    judge: "(none)".into(),
+                    message: "this evaluator without `judge:`".into(),
+                })
+        };
+        match options {
+            EvaluatorOptions::GroundednessJudge(_) => {
+                ragas::groundedness_judge(need()?, cache, &sample, repeat)
+            }
+            EvaluatorOptions::CitationSupportJudge(_) => {
+                let cited = trace.citations();
+                let sources: Vec<String> = trace
+                    .context
+                    .as_ref()
+                    .map(|c| {
+                        c.passages
+                            .iter()
+                            .filter(|p| {
+                                cited.contains(&p.passage.doc_id)
+                                    || p.passage
+                                        .chunk_id
+                                        .as_ref()
+                                        .is_some_and(|ch| cited.contains(ch))
+                            })
+                            .filter_map(|p| p.passage.text.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let items = if cited.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![CitedStatement {
+                        statement: answer.clone(),
+                        sources,
+                    }]
+                };
+                ragas::citation_support_judge(need()?, cache, &question, &items, repeat)
+            }
+            EvaluatorOptions::Faithfulness(_) => {
+                ragas::faithfulness(need()?, cache, &sample, repeat)
+            }
+            EvaluatorOptions::AnswerRelevancy(_) => ragas::answer_relevancy(
+                need()?,
+                cache,
+                &embed_fn,
+                &sample,
+                judged.strictness.unwrap_or(ragas::DEFAULT_STRICTNESS),
+                repeat,
+            ),
+            EvaluatorOptions::ContextPrecision(_) => ragas::context_precision(
+                need()?,
+                cache,
+                &sample,
+                judged.with_reference.unwrap_or(true),
+                repeat,
+            ),
+            EvaluatorOptions::ContextRecall(_) => {
+                ragas::context_recall(need()?, cache, &sample, repeat)
+            }
+            EvaluatorOptions::FactualCorrectness(_) => {
+                let mode = match judged.mode {
+                    Some(FactualModeOption::Precision) => FactualMode::Precision,
+                    Some(FactualModeOption::Recall) => FactualMode::Recall,
+                    _ => FactualMode::F1,
+                };
+                ragas::factual_correctness(need()?, cache, &sample, mode, repeat)
+            }
+            EvaluatorOptions::AnswerCorrectness(_) => {
+                ragas::answer_correctness(need()?, cache, &embed_fn, &sample, (0.75, 0.25), repeat)
+            }
+            _ => ragas::semantic_similarity(&embed_fn, &sample),
+        }
+    };
+    let repeats = judged.repeats.unwrap_or(1).max(1);
+    let result = if repeats == 1 {
+        run(0)
+    } else {
+        ragas::self_consistency(repeats, aggregation, &run)
+    };
+    let judge_name = judged
+        .judge
+        .clone()
+        .or_else(|| judged.embedding_judge.clone());
+    match result {
+        Ok(score) => {
+            let detail = json!({
+                "judge": judge_name,
+                "repeats": repeats,
+                "result": score.detail,
+                "calls": call_detail(&score.calls),
+            });
+            match (score.value, score.excluded_reason) {
+                (Some(v), _) if kind(options) == SummaryKind::Proportion => {
+                    verdict(Verdict::pass_if(v >= 0.5), detail)
+                }
+                (Some(v), _) => verdict(Verdict::score(v), detail),
+                (None, reason) => verdict(
+                    Verdict::Excluded {
+                        reason: reason.unwrap_or("undefined").to_string(),
+                    },
+                    detail,
+                ),
+            }
+        }
+        Err(e) => verdict(
+            Verdict::Missing {
+                error: format!(
+                    "judge {}: {}: {e}",
+                    judge_name.unwrap_or_default(),
+                    e.kind()
+                ),
+            },
+            Value::Null,
+        ),
+    }
+}
+
+/// Judge calls (upper bound) and estimated input tokens of one judged evaluator on one case,
+/// for `--dry-run`: the case's question, expected answer and gold context stand in for the
+/// answer and context not generated yet.
+pub fn dry_run_estimate(
+    options: &EvaluatorOptions,
+    judged: &JudgedOptions,
+    case: &Case,
+) -> (u64, u64, u64) {
+    let (calls, embeds) = ragas::max_calls(options.type_name()).unwrap_or((1, 0));
+    let repeats = u64::from(judged.repeats.unwrap_or(1).max(1));
+    let question = question_of(case);
+    let answer = reference_of(case).unwrap_or_default();
+    let contexts: Vec<String> = case
+        .expected
+        .gold_context
+        .iter()
+        .flatten()
+        .map(|g| g.text.clone())
+        .collect();
+    let request = oloproof_judge::templates::groundedness(&question, &contexts, &answer, 0);
+    let per_call = oloproof_judge::estimate_request_tokens(&request);
+    let calls = u64::from(calls) * repeats;
+    (calls, u64::from(embeds) * repeats, calls * per_call)
+}
