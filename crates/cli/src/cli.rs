@@ -32,6 +32,9 @@ pub(crate) enum Command {
     /// Compare a candidate run with a baseline, case by case, under a written policy (the gate).
     #[command(after_help = exit_codes::HELP)]
     Compare(crate::compare_cmd::CompareArgs),
+    /// Measure a judge's agreement with human labels before it may gate (Cohen's kappa, …).
+    #[command(after_help = exit_codes::HELP)]
+    Calibrate(CalibrateArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
     /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).
@@ -159,4 +162,25 @@ pub(crate) struct InspectArgs {
     pub(crate) dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) location: ConfigLocation,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CalibrateArgs {
+    /// The judge (a key of `judges:` in oloproof.yaml).
+    #[arg(long)]
+    pub(crate) judge: String,
+    /// Human labels, JSONL: `{"id", "question", "answer", "contexts": [..], "reference"?, "label"}`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) labels: PathBuf,
+    /// The judged evaluator to calibrate.
+    #[arg(long, default_value = "groundedness_judge")]
+    pub(crate) evaluator: String,
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
 }

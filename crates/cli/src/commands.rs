@@ -13,8 +13,8 @@ use oloproof_engine::EngineError;
 use oloproof_store::{SqliteStore, StoreError};
 
 use crate::cli::{
-    Cli, Command, ConfigLocation, DiagnoseArgs, InspectArgs, InterventionArg, RunArgs, ShowArgs,
-    StoreArgs,
+    CalibrateArgs, Cli, Command, ConfigLocation, DiagnoseArgs, InspectArgs, InterventionArg,
+    RunArgs, ShowArgs, StoreArgs,
 };
 use crate::exit_codes;
 use crate::progress::Progress;
@@ -74,6 +74,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Diagnose(args) => diagnose(args),
         Command::Inspect(args) => inspect(args),
         Command::Compare(args) => crate::compare_cmd::compare(args),
+        Command::Calibrate(args) => calibrate(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -509,4 +510,64 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
         "Total: up to {total_calls} judge calls and {total_embeds} embedding requests, ~{total_tokens} input tokens, ~${total_cost:.4} for input tokens (estimate: 4 characters a token, the gold context standing in for the context; cached calls are not sent)."
     )?;
     Ok(exit_codes::SUCCESS)
+}
+
+fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
+    let config = load(&args.location, args.dir.as_deref(), &[])?;
+    oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
+    let names: Vec<&str> = config.options.judges.keys().map(String::as_str).collect();
+    if !config.options.judges.contains_key(&args.judge) {
+        let hint = oloproof_core::source::did_you_mean(&args.judge, names.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        return Err(CliError::Usage(format!(
+            "no judge named `{}` in {}{hint}",
+            args.judge,
+            config.path.display()
+        )));
+    }
+    let Some(thresholds) = config.options.calibration.get(&args.judge) else {
+        return Err(CliError::Usage(format!(
+            "declare the acceptance threshold before measuring: add `calibration: {{{}: {{min_kappa: 0.7}}}}` to {}",
+            args.judge,
+            config.path.display()
+        )));
+    };
+    let evaluator: oloproof_core::config::EvaluatorOptions =
+        serde_json::from_value(serde_json::json!({"type": args.evaluator, "judge": args.judge}))
+            .ok()
+            .filter(|e: &oloproof_core::config::EvaluatorOptions| e.judged().is_some())
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "`{}` is not a judged evaluator; use groundedness_judge, faithfulness, context_recall, …",
+                    args.evaluator
+                ))
+            })?;
+    let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
+    let store_path = config.store_path();
+    let mut store = SqliteStore::open(&store_path)?;
+    let c = oloproof_engine::calibrate::calibrate(
+        &mut store,
+        &store_path,
+        &config.options.judges,
+        &args.judge,
+        &evaluator,
+        thresholds,
+        &items,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&c).unwrap_or_default()
+        )?;
+    } else {
+        write!(out, "{}", oloproof_report::calibration_report(&c))?;
+    }
+    Ok(if c.passed {
+        exit_codes::SUCCESS
+    } else {
+        exit_codes::GATE_BLOCKED
+    })
 }

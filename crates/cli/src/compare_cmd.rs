@@ -84,6 +84,20 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
     let mut store = open_store(&args.location, args.dir.as_deref())?;
     let candidate = load_run(&store, &args.candidate)?;
     let baseline = load_run(&store, &args.baseline)?;
+    let gated: Vec<String> = policy
+        .options()
+        .decisions
+        .iter()
+        .filter_map(|d| d.criterion.clone())
+        .collect();
+    let uncalibrated = oloproof_engine::calibrate::uncalibrated(&store, &candidate, &gated)?;
+    if let Some((criterion, judge, reason)) = uncalibrated.first() {
+        return Err(CliError::Usage(format!(
+            "the policy gates on `{criterion}`, scored by judge `{judge}`, but {reason}; \
+             run `oloproof calibrate --judge {judge} --evaluator <type> --labels human.jsonl` \
+             with `calibration.{judge}.min_kappa` declared in oloproof.yaml, or gate on another criterion"
+        )));
+    }
     let comparison = compare_runs(&candidate, &baseline, &policy).map_err(|e| match e {
         CompareError::Policy(e) => CliError::Config(ConfigError::Invalid(e)),
         other => CliError::Usage(other.to_string()),

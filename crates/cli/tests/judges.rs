@@ -201,3 +201,133 @@ fn judge_configuration_errors_are_located() {
         redact(&transcript(&o, tmp.path()), tmp.path()).replace(&server.base_url(), "[MOCK]")
     );
 }
+
+fn labels(items: &[(&str, u8)]) -> String {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, (question, label))| {
+            json!({"id": format!("h{i}"), "question": question, "answer": "an answer", "contexts": ["some context"], "label": label})
+                .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn calibration_gates_the_comparison() {
+    let server = grounded_server();
+    let (tmp, dir) = project_with_judge(&server, "");
+    let env = [(KEY_ENV, KEY)];
+    let base = oloproof_env(&dir, &["run", "."], &env);
+    let cand = oloproof_env(&dir, &["run", ".", "--no-cache"], &env);
+    let (base, cand) = (run_id(&stdout(&base)), run_id(&stdout(&cand)));
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "decisions:\n  - {name: grounded-not-worse, criterion: groundedness_judge, kind: non_inferiority, margin_points: 50}\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+
+    // No calibration yet: the gate refuses to use this judge.
+    let refused = oloproof_env(&dir, &["compare", &cand, &base, "--policy", policy], &env);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("has no calibration"),
+        "{}",
+        stderr(&refused)
+    );
+
+    // The threshold must be declared before measuring.
+    let agreeing = tmp.path().join("agree.jsonl");
+    let items: Vec<(&str, u8)> = (0..12)
+        .map(|i| {
+            if i % 3 == 0 {
+                ("delta beta?", 0)
+            } else {
+                ("alpha?", 1)
+            }
+        })
+        .collect();
+    std::fs::write(&agreeing, labels(&items)).unwrap();
+    let undeclared = oloproof_env(
+        &dir,
+        &[
+            "calibrate",
+            "--judge",
+            "default",
+            "--labels",
+            agreeing.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(undeclared.status.code(), Some(2));
+    assert!(
+        stderr(&undeclared).contains("min_kappa"),
+        "{}",
+        stderr(&undeclared)
+    );
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        format!("{config}calibration:\n  default: {{min_kappa: 0.7}}\n"),
+    )
+    .unwrap();
+
+    // A judge that disagrees with the humans fails and still may not gate.
+    let disagreeing = tmp.path().join("disagree.jsonl");
+    let flipped: Vec<(&str, u8)> = items.iter().map(|(q, l)| (*q, 1 - *l)).collect();
+    std::fs::write(&disagreeing, labels(&flipped)).unwrap();
+    let failed = oloproof_env(
+        &dir,
+        &[
+            "calibrate",
+            "--judge",
+            "default",
+            "--labels",
+            disagreeing.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(failed.status.code(), Some(3), "{}", stderr(&failed));
+    assert!(
+        stdout(&failed).contains("FAIL: this judge may not gate"),
+        "{}",
+        stdout(&failed)
+    );
+    let still = oloproof_env(&dir, &["compare", &cand, &base, "--policy", policy], &env);
+    assert_eq!(still.status.code(), Some(2));
+    assert!(
+        stderr(&still).contains("did not pass"),
+        "{}",
+        stderr(&still)
+    );
+
+    // An agreeing calibration passes; the comparison then gates normally.
+    let passed = oloproof_env(
+        &dir,
+        &[
+            "calibrate",
+            "--judge",
+            "default",
+            "--labels",
+            agreeing.to_str().unwrap(),
+            "--json",
+        ],
+        &env,
+    );
+    assert_eq!(passed.status.code(), Some(0), "{}", stderr(&passed));
+    let c: serde_json::Value = serde_json::from_slice(&passed.stdout).unwrap();
+    assert_eq!(c["kappa"]["value"], 1.0);
+    assert_eq!(c["n"], 12);
+    assert_eq!(c["confusion"]["0"]["0"], 4);
+    let gated = oloproof_env(&dir, &["compare", &cand, &base, "--policy", policy], &env);
+    assert_eq!(
+        gated.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&gated),
+        stderr(&gated)
+    );
+}

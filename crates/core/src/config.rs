@@ -41,6 +41,21 @@ pub struct ProjectOptions {
     /// Judges by name (`provider`, `model`, …), validated by the judge layer.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub judges: std::collections::BTreeMap<String, Value>,
+    /// Acceptance thresholds a judge must pass against human labels before it may gate,
+    /// declared before measuring (`oloproof calibrate`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub calibration: std::collections::BTreeMap<String, CalibrationOptions>,
+}
+
+/// `calibration.<judge>`: what a judge must reach against human labels.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationOptions {
+    /// Minimum Cohen's kappa (e.g. 0.7).
+    pub min_kappa: f64,
+    /// Kappa weights for ordinal labels: `linear` or `quadratic` (default: unweighted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
 }
 
 fn default_min_slice_support() -> usize {
@@ -668,6 +683,39 @@ pub fn validate(
         }
     }
     let judge_names: Vec<&str> = options.judges.keys().map(String::as_str).collect();
+    for (name, c) in &options.calibration {
+        let path = format!("calibration.{name}");
+        if !options.judges.contains_key(name) {
+            let mut err = doc.error_at(
+                &path,
+                false,
+                format!("no judge named `{name}` to calibrate"),
+            );
+            err.help = did_you_mean(name, judge_names.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"));
+            return Err(attribute(err, overrides, &path));
+        }
+        if !(c.min_kappa.is_finite() && (-1.0..=1.0).contains(&c.min_kappa)) {
+            let mut err = doc.error_at(
+                &format!("{path}.min_kappa"),
+                true,
+                "`min_kappa` must lie in [-1, 1]",
+            );
+            err.expected = Some("a kappa such as 0.7".to_string());
+            return Err(attribute(err, overrides, &format!("{path}.min_kappa")));
+        }
+        if let Some(w) = &c.weights {
+            if !["linear", "quadratic", "none"].contains(&w.as_str()) {
+                let mut err = doc.error_at(
+                    &format!("{path}.weights"),
+                    true,
+                    format!("unknown weights `{w}`"),
+                );
+                err.expected = Some("linear, quadratic or none".to_string());
+                return Err(attribute(err, overrides, &format!("{path}.weights")));
+            }
+        }
+    }
     for (i, ev) in options.evaluators.iter().enumerate() {
         let Some(judged) = ev.judged() else { continue };
         let needs_llm = !matches!(ev, EvaluatorOptions::SemanticSimilarity(_));

@@ -9,6 +9,7 @@
 //! that was interrupted.
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod compare;
 pub mod diagnose;
 pub mod error;

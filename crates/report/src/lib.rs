@@ -444,6 +444,63 @@ pub fn case_report(
     out
 }
 
+/// `oloproof calibrate`'s report.
+pub fn calibration_report(c: &oloproof_engine::calibrate::Calibration) -> String {
+    let est = |e: &oloproof_engine::calibrate::Estimate| match (e.value, e.interval) {
+        (Some(v), Some([lo, hi])) => format!("{v:.3}  [{lo:.3}, {hi:.3}]"),
+        (Some(v), None) => format!("{v:.3}"),
+        _ => "undefined".to_string(),
+    };
+    let mut out = format!(
+        "Calibration {} of judge {} on {} · {} labelled items · {} missing\n",
+        c.id,
+        c.judge,
+        c.evaluator,
+        c.n,
+        c.missing.len()
+    );
+    for (name, e) in [
+        ("agreement", &c.agreement),
+        ("kappa", &c.kappa),
+        ("kappa (linear)", &c.kappa_linear),
+        ("kappa (quadratic)", &c.kappa_quadratic),
+        ("spearman", &c.spearman),
+        ("kendall tau-b", &c.kendall_tau_b),
+    ] {
+        out.push_str(&format!("  {name:<18} {}\n", est(e)));
+    }
+    let cells: Vec<String> = c
+        .confusion
+        .iter()
+        .flat_map(|(h, row)| row.iter().map(move |(m, n)| format!("{h}→{m}: {n}")))
+        .collect();
+    out.push_str(&format!(
+        "Confusion (human → judge): {}\n",
+        cells.join(", ")
+    ));
+    if !c.missing.is_empty() {
+        out.push_str(&format!(
+            "Missing (judge errors): {}\n",
+            c.missing.join(", ")
+        ));
+    }
+    let weights = if c.weights == "none" {
+        String::new()
+    } else {
+        format!(" ({})", c.weights)
+    };
+    out.push_str(&format!(
+        "Threshold: kappa{weights} ≥ {:.2}, declared in oloproof.yaml → {}\n",
+        c.min_kappa,
+        if c.passed {
+            "PASS: this judge may gate"
+        } else {
+            "FAIL: this judge may not gate"
+        }
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,7 @@ mod paired;
 mod paired_proportion;
 pub mod power;
 mod proportion;
+mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
 pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
@@ -68,3 +69,4 @@ pub use paired::{
 };
 pub use paired_proportion::{paired_proportion_difference, PairedCounts};
 pub use proportion::{clopper_pearson, wilson};
+pub use statistic_bootstrap::percentile_bootstrap_statistic;

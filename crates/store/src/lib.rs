@@ -254,6 +254,14 @@ impl SqliteStore {
                    baseline TEXT NOT NULL,
                    created_ms INTEGER NOT NULL,
                    content_json TEXT NOT NULL);
+                 CREATE TABLE IF NOT EXISTS calibrations(
+                   id TEXT PRIMARY KEY,
+                   judge TEXT NOT NULL,
+                   identity TEXT NOT NULL,
+                   passed INTEGER NOT NULL,
+                   created_ms INTEGER NOT NULL,
+                   content_json TEXT NOT NULL);
+                 CREATE INDEX IF NOT EXISTS calibrations_identity ON calibrations(identity, created_ms);
                  CREATE TABLE IF NOT EXISTS cache(
                    layer TEXT NOT NULL,
                    key TEXT NOT NULL,
@@ -600,6 +608,59 @@ impl SqliteStore {
             )
             .optional()
             .map_err(self.err())
+    }
+}
+
+impl SqliteStore {
+    /// Records a judge calibration: `identity` is the hash of what was calibrated (judge
+    /// settings, evaluator type and template versions).
+    pub fn save_calibration(
+        &mut self,
+        id: &str,
+        judge: &str,
+        identity: &str,
+        passed: bool,
+        content_json: &str,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO calibrations(id, judge, identity, passed, created_ms, content_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, judge, identity, passed as i64, now_ms(), content_json],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// The newest calibration recorded for `identity`: `(id, passed, content_json)`.
+    pub fn latest_calibration(&self, identity: &str) -> Result<Option<(String, bool, String)>> {
+        self.conn
+            .query_row(
+                "SELECT id, passed, content_json FROM calibrations WHERE identity = ?1 ORDER BY created_ms DESC, rowid DESC LIMIT 1",
+                [identity],
+                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0, r.get(2)?)),
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// Writes cache entries outside a case (e.g. judge calls made by `calibrate`).
+    pub fn put_cache_entries(&mut self, entries: &[(String, String, String)]) -> Result<()> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT OR IGNORE INTO cache(layer, key, value, created_ms) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
+            let now = now_ms();
+            for (layer, key, value) in entries {
+                stmt.execute(params![layer, key, value, now]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
     }
 }
 

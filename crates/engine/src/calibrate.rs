@@ -1,0 +1,423 @@
+//! `oloproof calibrate`: what a judge must pass before it may gate.
+//!
+//! The judge scores human-labelled items with the same evaluator it will be used for; agreement
+//! is reported as raw agreement, Cohen's kappa (unweighted, linear and quadratic weights, as
+//! scikit-learn's `cohen_kappa_score`), Spearman and Kendall's tau-b, each with a percentile
+//! bootstrap interval (seed recorded), plus the confusion matrix. The acceptance threshold
+//! (`calibration.<judge>.min_kappa`) is read from the config, declared before measuring. A
+//! calibration is recorded under the identity of what was calibrated — the judge's settings
+//! (provider, model, base URL, sampling), the evaluator type and every template version — so
+//! changing the model or a template invalidates it; `compare` refuses to gate on a judged
+//! criterion without a passing calibration of that identity.
+
+use std::collections::BTreeMap;
+
+use oloproof_core::config::{CalibrationOptions, EvaluatorOptions, JudgedOptions};
+use oloproof_core::identity::content_hash;
+use oloproof_core::passage::Passage;
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::Verdict;
+use oloproof_metrics::agreement::{cohen_kappa, kendall_tau_b, spearman, KappaWeights};
+use oloproof_store::SqliteStore;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::judged::{JudgeEnv, JudgeRegistry, StoreJudgeCache};
+use crate::EngineError;
+
+/// Resamples of the agreement intervals.
+pub const CALIBRATION_RESAMPLES: usize = 2_000;
+/// Seed of the agreement intervals (recorded with the calibration).
+pub const CALIBRATION_SEED: u64 = 20_260_916;
+
+/// One human-labelled item: `{"id", "question", "answer", "contexts": [..], "reference"?, "label"}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledItem {
+    /// 1-based line in the labels file.
+    pub line: usize,
+    /// Item id.
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// The answer being judged.
+    pub answer: String,
+    /// The context passages.
+    pub contexts: Vec<String>,
+    /// The reference answer, if any.
+    pub reference: Option<String>,
+    /// The human label (0/1 for pass/fail judges, a score otherwise).
+    pub label: f64,
+}
+
+/// Reads a labels file; errors name `file:line` and the field.
+pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EngineError::Usage(format!("cannot read {shown}: {e}")))?;
+    let mut items = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |field: &str, what: &str| {
+            EngineError::Usage(format!("{shown}:{}: field `{field}`: {what}", i + 1))
+        };
+        let row: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+            EngineError::Usage(format!(
+                "{shown}:{}:{}: malformed JSON object: {e}",
+                i + 1,
+                e.column()
+            ))
+        })?;
+        let string = |k: &str| -> Result<String, EngineError> {
+            row.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| at(k, "expected a string"))
+        };
+        let label = match row.get("label") {
+            Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| at("label", "expected a finite number"))?,
+            _ => {
+                return Err(at(
+                    "label",
+                    "expected a number (0/1 for pass/fail judges) or a boolean",
+                ))
+            }
+        };
+        let contexts = match row.get("contexts") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| at("contexts", "expected an array of strings"))
+                })
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+            Some(_) => return Err(at("contexts", "expected an array of strings")),
+        };
+        items.push(LabelledItem {
+            line: i + 1,
+            id: row
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("line-{}", i + 1)),
+            question: string("question")?,
+            answer: string("answer")?,
+            contexts,
+            reference: row
+                .get("reference")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            label,
+        });
+    }
+    if items.is_empty() {
+        return Err(EngineError::Usage(format!("{shown} has no labelled items")));
+    }
+    Ok(items)
+}
+
+/// What a calibration is about: hashed into the identity `compare` checks.
+pub fn calibration_identity(judge_settings: &Value, evaluator_type: &str) -> String {
+    let templates: Vec<Value> = oloproof_judge::templates::ALL
+        .iter()
+        .map(|t| json!([t.id, t.version]))
+        .collect();
+    content_hash(
+        &json!({"judge": judge_settings, "evaluator": evaluator_type, "templates": templates}),
+    )
+}
+
+/// An agreement statistic with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The value (`None`: undefined, e.g. kappa with one category).
+    pub value: Option<f64>,
+    /// 95 % percentile bootstrap interval.
+    pub interval: Option<[f64; 2]>,
+}
+
+/// A finished calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// `sha256:<hex>` of the content.
+    pub id: String,
+    /// The judge.
+    pub judge: String,
+    /// The evaluator type calibrated.
+    pub evaluator: String,
+    /// Identity of what was calibrated.
+    pub identity: String,
+    /// Items judged.
+    pub n: usize,
+    /// Items whose judgment failed (`missing`), left out of the statistics.
+    pub missing: Vec<String>,
+    /// Share of items where the judge's category equals the human's.
+    pub agreement: Estimate,
+    /// Cohen's kappa, unweighted.
+    pub kappa: Estimate,
+    /// Linearly weighted kappa.
+    pub kappa_linear: Estimate,
+    /// Quadratically weighted kappa.
+    pub kappa_quadratic: Estimate,
+    /// Spearman's rho.
+    pub spearman: Estimate,
+    /// Kendall's tau-b.
+    pub kendall_tau_b: Estimate,
+    /// Confusion matrix: `human label → judge label → count`.
+    pub confusion: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The threshold declared in the config.
+    pub min_kappa: f64,
+    /// Which kappa the threshold applies to (`none`, `linear`, `quadratic`).
+    pub weights: String,
+    /// Whether the judge passed.
+    pub passed: bool,
+    /// Bootstrap seed and resamples.
+    pub bootstrap: [u64; 2],
+}
+
+fn category(x: f64) -> i64 {
+    (x * 1000.0).round() as i64
+}
+
+fn label_text(c: i64) -> String {
+    let x = c as f64 / 1000.0;
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn estimate(n: usize, stat: &dyn Fn(&[usize]) -> Option<f64>) -> Estimate {
+    let all: Vec<usize> = (0..n).collect();
+    let value = stat(&all);
+    let interval = if value.is_some() {
+        oloproof_stats::percentile_bootstrap_statistic(
+            n,
+            CALIBRATION_RESAMPLES,
+            CALIBRATION_SEED,
+            0.95,
+            stat,
+        )
+        .ok()
+        .flatten()
+        .map(|ci| [ci.lo, ci.hi])
+    } else {
+        None
+    };
+    Estimate { value, interval }
+}
+
+/// Runs `evaluator` (a judged evaluator of the config) on the labelled items and records the
+/// calibration.
+pub fn calibrate(
+    store: &mut SqliteStore,
+    store_path: &std::path::Path,
+    judges: &BTreeMap<String, Value>,
+    judge_name: &str,
+    evaluator: &EvaluatorOptions,
+    thresholds: &CalibrationOptions,
+    items: &[LabelledItem],
+) -> Result<Calibration, EngineError> {
+    let registry = JudgeRegistry::from_options(judges).map_err(EngineError::Usage)?;
+    let settings = judges
+        .get(judge_name)
+        .ok_or_else(|| EngineError::Usage(format!("no judge named `{judge_name}`")))?;
+    let cache = StoreJudgeCache::new(SqliteStore::open_reader(store_path).ok());
+    let env = JudgeEnv {
+        judges: &registry,
+        cache: &cache,
+    };
+    let judged: JudgedOptions = evaluator.judged().cloned().unwrap_or_default();
+    let mut human = Vec::new();
+    let mut machine = Vec::new();
+    let mut missing = Vec::new();
+    for item in items {
+        let line = json!({
+            "id": item.id,
+            "input": {"question": item.question},
+            "expected": item.reference.as_ref().map(|r| json!({"answer": r})).unwrap_or(json!({})),
+        });
+        let case: oloproof_core::case::Case =
+            serde_json::from_value(line).map_err(|source| EngineError::Corrupt {
+                what: format!("labelled item {}", item.id),
+                source,
+            })?;
+        let mut trace = Trace::new(&item.id);
+        let passages: Vec<Passage> = item
+            .contexts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Passage {
+                doc_id: format!("c{}", i + 1),
+                chunk_id: None,
+                score: None,
+                text: Some(t.clone()),
+                metadata: None,
+            })
+            .collect();
+        trace.context = Some(oloproof_core::context::assemble(
+            &passages,
+            passages.len(),
+            None,
+        ));
+        let mut generation = Map::new();
+        generation.insert("answer".into(), Value::String(item.answer.clone()));
+        generation.insert(
+            "citations".into(),
+            json!(passages
+                .iter()
+                .map(|p| p.doc_id.clone())
+                .collect::<Vec<_>>()),
+        );
+        trace.generation = Some(generation);
+        let verdict = crate::judged::evaluate(
+            evaluator.type_name(),
+            evaluator,
+            &judged,
+            &case,
+            &trace,
+            &env,
+        );
+        match verdict.verdict.value() {
+            Some(v) => {
+                human.push(item.label);
+                machine.push(v);
+            }
+            None => missing.push(item.id.clone()),
+        }
+        if matches!(verdict.verdict, Verdict::Missing { .. }) && missing.last() != Some(&item.id) {
+            missing.push(item.id.clone());
+        }
+    }
+    store.put_cache_entries(&cache.take_writes())?;
+    let n = human.len();
+    let h: Vec<i64> = human.iter().map(|x| category(*x)).collect();
+    let m: Vec<i64> = machine.iter().map(|x| category(*x)).collect();
+    let pick = |idx: &[usize], v: &[i64]| -> Vec<i64> { idx.iter().map(|&i| v[i]).collect() };
+    let pickf = |idx: &[usize], v: &[f64]| -> Vec<f64> { idx.iter().map(|&i| v[i]).collect() };
+    let (hr, mr) = (&h, &m);
+    let kappa_with = |w: KappaWeights| {
+        move |idx: &[usize]| {
+            cohen_kappa(&pick(idx, hr), &pick(idx, mr), w)
+                .ok()
+                .flatten()
+        }
+    };
+    let agreement = estimate(n, &|idx: &[usize]| {
+        (!idx.is_empty())
+            .then(|| idx.iter().filter(|&&i| h[i] == m[i]).count() as f64 / idx.len() as f64)
+    });
+    let kappa = estimate(n, &kappa_with(KappaWeights::None));
+    let kappa_linear = estimate(n, &kappa_with(KappaWeights::Linear));
+    let kappa_quadratic = estimate(n, &kappa_with(KappaWeights::Quadratic));
+    let rho = estimate(n, &|idx: &[usize]| {
+        spearman(&pickf(idx, &human), &pickf(idx, &machine))
+            .ok()
+            .flatten()
+            .map(|s| s.rho)
+    });
+    let tau = estimate(n, &|idx: &[usize]| {
+        kendall_tau_b(&pickf(idx, &human), &pickf(idx, &machine))
+            .ok()
+            .flatten()
+    });
+    let mut confusion: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for (a, b) in h.iter().zip(&m) {
+        *confusion
+            .entry(label_text(*a))
+            .or_default()
+            .entry(label_text(*b))
+            .or_default() += 1;
+    }
+    let weights = thresholds.weights.clone().unwrap_or_else(|| "none".into());
+    let gate_kappa = match weights.as_str() {
+        "linear" => kappa_linear.value,
+        "quadratic" => kappa_quadratic.value,
+        _ => kappa.value,
+    };
+    let passed = missing.is_empty() && gate_kappa.is_some_and(|k| k >= thresholds.min_kappa);
+    let identity = calibration_identity(settings, evaluator.type_name());
+    let mut c = Calibration {
+        id: String::new(),
+        judge: judge_name.to_string(),
+        evaluator: evaluator.type_name().to_string(),
+        identity: identity.clone(),
+        n,
+        missing,
+        agreement,
+        kappa,
+        kappa_linear,
+        kappa_quadratic,
+        spearman: rho,
+        kendall_tau_b: tau,
+        confusion,
+        min_kappa: thresholds.min_kappa,
+        weights,
+        passed,
+        bootstrap: [CALIBRATION_SEED, CALIBRATION_RESAMPLES as u64],
+    };
+    let value = serde_json::to_value(&c).map_err(|source| EngineError::Corrupt {
+        what: "calibration".into(),
+        source,
+    })?;
+    c.id = format!("sha256:{}", content_hash(&value));
+    let stored = serde_json::to_string(&c).map_err(|source| EngineError::Corrupt {
+        what: "calibration".into(),
+        source,
+    })?;
+    store.save_calibration(&c.id, judge_name, &identity, passed, &stored)?;
+    Ok(c)
+}
+
+/// Judged criteria of a run that have no passing calibration: `(criterion, judge, reason)`.
+pub fn uncalibrated(
+    store: &SqliteStore,
+    run: &crate::run::LoadedRun,
+    criteria: &[String],
+) -> Result<Vec<(String, String, String)>, EngineError> {
+    let mut out = Vec::new();
+    for ev in &run.settings.options.evaluators {
+        let criterion = ev.criterion();
+        if !criteria.contains(&criterion) {
+            continue;
+        }
+        let Some(judged) = ev.judged() else { continue };
+        let Some(name) = judged
+            .judge
+            .clone()
+            .or_else(|| judged.embedding_judge.clone())
+        else {
+            continue;
+        };
+        let settings = run
+            .settings
+            .options
+            .judges
+            .get(&name)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let identity = calibration_identity(&settings, ev.type_name());
+        match store.latest_calibration(&identity)? {
+            Some((_, true, _)) => {}
+            Some((id, false, _)) => out.push((
+                criterion,
+                name,
+                format!("its latest calibration ({id}) did not pass"),
+            )),
+            None => out.push((
+                criterion,
+                name,
+                "it has no calibration for this model, settings and template version".into(),
+            )),
+        }
+    }
+    Ok(out)
+}
