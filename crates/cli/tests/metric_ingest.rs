@@ -88,3 +88,42 @@ fn bad_rows_are_located() {
         stderr(&out)
     );
 }
+
+#[test]
+fn chunking_checks() {
+    let doc = "# Policy\\n## Refunds\\n- a\\n- b\\nend\\n";
+    // Offsets: "# Policy\n" 0..9, "## Refunds\n" 9..20, "- a\n" 20..24, "- b\n" 24..28.
+    let rows = format!(
+        "{{\"document\": \"{doc}\", \"chunks\": [[0, 22], [22, 33]]}}\n{{\"document\": \"{doc}\", \"chunks\": [[0, 20], [20, 33]]}}\n"
+    );
+    let v = json_of(&rows, &["chunk_boundary_violations"]);
+    assert_eq!(v["value"], 0.5);
+    assert_eq!(v["per_kind"]["list"], 1);
+
+    let rows = format!(
+        "{{\"document\": \"{doc}\", \"chunks\": [{{\"start\": 20, \"heading_path\": [\"Policy\", \"Refunds\"]}}, {{\"start\": 0, \"heading_path\": []}}]}}\n"
+    );
+    let v = json_of(&rows, &["heading_path_preservation", "--per-item"]);
+    assert_eq!(v["value"], 0.5);
+    assert_eq!(v["items"][1]["expected"][0], "Policy");
+
+    let rows = "{\"source\": \"doc-1#p3\"}\n{\"source\": \"\"}\n{\"source\": null}\n{\"source\": \"doc-9\"}\n";
+    assert_eq!(json_of(rows, &["attribution_fidelity"])["value"], 0.5);
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("in.jsonl"), rows).unwrap();
+    std::fs::write(tmp.path().join("known.txt"), "doc-1#p3\n").unwrap();
+    let out = oloproof(
+        tmp.path(),
+        &[
+            "metric",
+            "attribution_fidelity",
+            "--input",
+            "in.jsonl",
+            "--sources",
+            "known.txt",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["value"], 0.25);
+}

@@ -1,10 +1,11 @@
 //! Ingestion metrics (seed 000, parts 2–3): CER and WER (as jiwer), TEDS and TEDS-S (as
 //! PubTabNet's teds.py), near-duplicate detection (MinHash + LSH), PII and boilerplate span
-//! scores, extraction completeness, NFC/NFKC agreement, title accuracy, context compression.
+//! scores, extraction completeness, NFC/NFKC agreement, title accuracy, context compression, and
+//! structural checks of chunkings (boundary violations, heading paths, attribution).
 
 use std::collections::{BTreeMap, HashMap};
 
-use oloproof_metrics::ingest::{document, error_rate, minhash, spans, teds};
+use oloproof_metrics::ingest::{chunking, document, error_rate, minhash, spans, teds};
 use serde_json::{json, Map, Value};
 
 use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
@@ -103,6 +104,31 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             fields: "predicted: string\nreference: string",
             options: &[],
             run: title_similarity,
+        },
+        MetricSpec {
+            name: "chunk_boundary_violations",
+            summary: "share of chunk boundaries falling inside a Markdown table, list, numbered section or code block",
+            fields: "document: string (the Markdown source)\nchunks: array of [start, end] (character offsets of each chunk in the document)",
+            options: &[],
+            run: chunk_boundary_violations,
+        },
+        MetricSpec {
+            name: "heading_path_preservation",
+            summary: "share of chunks whose recorded heading path equals the Markdown heading path at their start",
+            fields: "document: string (the Markdown source)\nchunks: array of {\"start\": int, \"heading_path\": [string, …]} (outermost heading first)",
+            options: &[],
+            run: heading_path_preservation,
+        },
+        MetricSpec {
+            name: "attribution_fidelity",
+            summary: "share of chunks with a resolvable source pointer (non-empty, and listed in --sources when given)",
+            fields: "source: string or null (the chunk's source pointer: document id, page, section anchor)",
+            options: &[OptionSpec {
+                name: "sources",
+                help: "file of known source pointers, one per line (a pointer must be listed to resolve)",
+                default: None,
+            }],
+            run: attribution_fidelity,
         },
         MetricSpec {
             name: "compression_ratio",
@@ -843,6 +869,158 @@ fn compression_ratio(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     out.extra
         .insert("tokens_before".into(), json!(total.before));
     out.extra.insert("tokens_after".into(), json!(total.after));
+    out.items = items;
+    Ok(out)
+}
+
+// ---- chunking -------------------------------------------------------------------------------
+
+fn document_field<'a>(
+    input: &'a MetricInput,
+    line: usize,
+    row: &'a Map<String, Value>,
+) -> Result<&'a str, MetricError> {
+    input.str_field(line, row, "document")
+}
+
+fn chunk_boundary_violations(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let mut total = chunking::BoundaryReport::default();
+    let (mut num, mut den) = (Vec::new(), Vec::new());
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let doc = document_field(input, *line, row)?;
+        let chunks = intervals(*line, row, "chunks")?;
+        let r = chunking::boundary_violations(doc, &chunks);
+        num.push(r.violations as f64);
+        den.push(r.boundaries as f64);
+        items.push(json!({
+            "violation_rate": opt_f64(r.violation_rate()),
+            "boundaries": r.boundaries,
+            "violations": r.violations,
+            "blocks": r.blocks,
+            "blocks_split": r.blocks_split,
+            "per_kind": r.per_kind,
+        }));
+        total.add(&r);
+    }
+    let mut out = MetricOutput {
+        value: total.violation_rate().unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    ratio_interval(&mut out, &num, &den);
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra
+        .insert("boundaries".into(), json!(total.boundaries));
+    out.extra
+        .insert("violations".into(), json!(total.violations));
+    out.extra.insert("blocks".into(), json!(total.blocks));
+    out.extra
+        .insert("blocks_split".into(), json!(total.blocks_split));
+    out.extra
+        .insert("block_split_rate".into(), opt_f64(total.split_rate()));
+    out.extra.insert("per_kind".into(), json!(total.per_kind));
+    out.items = items;
+    Ok(out)
+}
+
+fn heading_path_preservation(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let (mut num, mut den) = (Vec::new(), Vec::new());
+    let (mut kept, mut total) = (0u64, 0u64);
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let doc = document_field(input, *line, row)?;
+        let Some(Value::Array(chunks)) = row.get("chunks") else {
+            return Err(MetricError::at(
+                *line,
+                "chunks",
+                "expected an array of {\"start\", \"heading_path\"}".into(),
+            ));
+        };
+        let mut doc_kept = 0u64;
+        for chunk in chunks {
+            let start = usize_of(chunk.get("start"));
+            let path: Option<Vec<&str>> = chunk
+                .get("heading_path")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().map(Value::as_str).collect());
+            let (Some(start), Some(path)) = (start, path) else {
+                return Err(MetricError::at(
+                    *line,
+                    "chunks",
+                    format!(
+                        "expected {{\"start\": int, \"heading_path\": [string, …]}}, found {chunk}"
+                    ),
+                ));
+            };
+            let ok = chunking::heading_path_preserved(doc, start, &path);
+            doc_kept += u64::from(ok);
+            items.push(json!({
+                "line": line,
+                "start": start,
+                "preserved": ok,
+                "expected": chunking::heading_path(doc, start),
+            }));
+        }
+        kept += doc_kept;
+        total += chunks.len() as u64;
+        num.push(doc_kept as f64);
+        den.push(chunks.len() as f64);
+    }
+    let mut out = MetricOutput {
+        value: if total == 0 {
+            f64::NAN
+        } else {
+            kept as f64 / total as f64
+        },
+        ..MetricOutput::default()
+    };
+    ratio_interval(&mut out, &num, &den);
+    if let Some(m) = out.interval_method.as_mut() {
+        *m = m.replace("over items", "over documents");
+    }
+    out.extra.insert("n".into(), json!(input.rows.len()));
+    out.extra.insert("chunks".into(), json!(total));
+    out.extra.insert("preserved".into(), json!(kept));
+    out.items = items;
+    Ok(out)
+}
+
+fn attribution_fidelity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let known: Option<std::collections::HashSet<String>> = match input.option("sources") {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| MetricError::usage(format!("--sources {path}: {e}")))?;
+            Some(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(String::from)
+                    .collect(),
+            )
+        }
+    };
+    let mut resolved = 0u64;
+    let mut items = Vec::new();
+    for (line, row) in &input.rows {
+        let ok = match row.get("source") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(s)) => {
+                let s = s.trim();
+                !s.is_empty() && known.as_ref().is_none_or(|k| k.contains(s))
+            }
+            Some(other) => {
+                return Err(MetricError::at(
+                    *line,
+                    "source",
+                    format!("expected a string or null, found {}", kind(other)),
+                ))
+            }
+        };
+        resolved += u64::from(ok);
+        items.push(json!({ "resolvable": ok }));
+    }
+    let mut out = proportion_output(resolved, input.rows.len() as u64);
     out.items = items;
     Ok(out)
 }

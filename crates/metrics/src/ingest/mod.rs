@@ -11,3 +11,4 @@ pub mod error_rate;
 pub mod minhash;
 pub mod spans;
 pub mod teds;
+pub mod chunking;
