@@ -200,6 +200,15 @@ pub struct CitationOptions {
     pub require_citations: bool,
 }
 
+/// Options of an evaluator that only takes a criterion name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PlainOptions {
+    /// Criterion name (default: the evaluator type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+}
+
 /// How repeated judgments combine.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -292,6 +301,10 @@ pub enum EvaluatorOptions {
     AnswerCorrectness(JudgedOptions),
     /// Embedding cosine between answer and reference.
     SemanticSimilarity(JudgedOptions),
+    /// Share of the answer's named entities and numbers found in the context (no model).
+    EntityGrounding(PlainOptions),
+    /// Share of the context passages the answer cites.
+    ContextUtilisation(PlainOptions),
 }
 
 impl EvaluatorOptions {
@@ -316,6 +329,8 @@ impl EvaluatorOptions {
             EvaluatorOptions::FactualCorrectness(_) => "factual_correctness",
             EvaluatorOptions::AnswerCorrectness(_) => "answer_correctness",
             EvaluatorOptions::SemanticSimilarity(_) => "semantic_similarity",
+            EvaluatorOptions::EntityGrounding(_) => "entity_grounding",
+            EvaluatorOptions::ContextUtilisation(_) => "context_utilisation",
         }
     }
 
@@ -356,6 +371,10 @@ impl EvaluatorOptions {
                 .criterion
                 .clone()
                 .unwrap_or_else(|| "citations_valid".to_string()),
+            EvaluatorOptions::EntityGrounding(o) | EvaluatorOptions::ContextUtilisation(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| self.type_name().to_string()),
             other => other
                 .judged()
                 .and_then(|o| o.criterion.clone())
@@ -384,6 +403,8 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "factual_correctness",
     "answer_correctness",
     "semantic_similarity",
+    "entity_grounding",
+    "context_utilisation",
 ];
 
 /// Built-in slice keys besides `metadata.*`.

@@ -142,11 +142,97 @@ pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
             options: options.clone(),
             citation: o.clone(),
         }),
+        EvaluatorOptions::EntityGrounding(_) | EvaluatorOptions::ContextUtilisation(_) => {
+            Box::new(ContextUse {
+                criterion,
+                options: options.clone(),
+            })
+        }
         other => Box::new(Judged {
             criterion,
             options: other.clone(),
             judged: other.judged().cloned().unwrap_or_default(),
         }),
+    }
+}
+
+/// Model-free checks of the answer against its context: entity grounding and context
+/// utilisation (`oloproof_metrics::rag::context`).
+struct ContextUse {
+    criterion: String,
+    options: EvaluatorOptions,
+}
+
+impl Evaluator for ContextUse {
+    fn criterion(&self) -> &str {
+        &self.criterion
+    }
+
+    fn kind(&self) -> SummaryKind {
+        SummaryKind::Mean
+    }
+
+    fn options(&self) -> &EvaluatorOptions {
+        &self.options
+    }
+
+    fn evaluate(&self, _case: &Case, trace: &Trace) -> CriterionVerdict {
+        if trace.generation.is_none() {
+            return missing(&self.criterion, trace, "the generation");
+        }
+        let Some(context) = trace.context.as_ref() else {
+            return excluded(&self.criterion, "no_context");
+        };
+        match self.options {
+            EvaluatorOptions::EntityGrounding(_) => {
+                let Some(answer) = trace.answer() else {
+                    return verdict(
+                        &self.criterion,
+                        Verdict::Missing {
+                            error: "the system's output has no `answer`".into(),
+                        },
+                        Value::Null,
+                    );
+                };
+                let text: Vec<&str> = context
+                    .passages
+                    .iter()
+                    .filter_map(|p| p.passage.text.as_deref())
+                    .collect();
+                let g = oloproof_metrics::rag::context::grounding(answer, &text.join("\n"));
+                let detail = json!({
+                    "grounded": g.grounded.iter().map(|e| e.text()).collect::<Vec<_>>(),
+                    "ungrounded": g.ungrounded.iter().map(|e| e.text()).collect::<Vec<_>>(),
+                });
+                match g.rate() {
+                    Some(r) => verdict(&self.criterion, Verdict::score(r), detail),
+                    None => verdict(
+                        &self.criterion,
+                        Verdict::Excluded {
+                            reason: "no_entities".into(),
+                        },
+                        detail,
+                    ),
+                }
+            }
+            _ => {
+                let ids: std::collections::BTreeSet<String> = context
+                    .passages
+                    .iter()
+                    .map(|p| p.passage.doc_id.clone())
+                    .collect();
+                let cited: std::collections::BTreeSet<String> =
+                    trace.citations().into_iter().collect();
+                match oloproof_metrics::rag::context::context_utilisation(&ids, &cited) {
+                    Some(u) => verdict(
+                        &self.criterion,
+                        Verdict::score(u),
+                        json!({"context": ids.len(), "cited": cited.len()}),
+                    ),
+                    None => excluded(&self.criterion, "no_context"),
+                }
+            }
+        }
     }
 }
 
@@ -599,5 +685,33 @@ mod tests {
             serde_json::from_value(json!({"type": "citation_validity", "require_citations": true}))
                 .unwrap();
         assert_eq!(build(&strict).evaluate(&c, &t).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn entity_grounding_and_context_utilisation() {
+        let c = case("[]");
+        let mut t = trace(&["a", "b"]);
+        let mut candidates = t.retrieval.as_ref().unwrap().candidates.clone();
+        candidates[0].text = Some("Mars has two moons, Phobos and Deimos.".into());
+        candidates[1].text = Some("Curiosity landed in 2012.".into());
+        t.context = Some(oloproof_core::context::assemble(&candidates, 2, None));
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "answer".into(),
+            json!("Phobos orbits Mars. Curiosity landed in 2013."),
+        );
+        out.insert("citations".into(), json!(["a"]));
+        t.generation = Some(out);
+        let grounding: EvaluatorOptions =
+            serde_json::from_value(json!({"type": "entity_grounding"})).unwrap();
+        let v = build(&grounding).evaluate(&c, &t);
+        assert_eq!(v.verdict, Verdict::Score { value: 0.75 });
+        assert_eq!(v.detail["ungrounded"], json!(["2013"]));
+        let utilisation: EvaluatorOptions =
+            serde_json::from_value(json!({"type": "context_utilisation"})).unwrap();
+        assert_eq!(
+            build(&utilisation).evaluate(&c, &t).verdict,
+            Verdict::Score { value: 0.5 }
+        );
     }
 }
