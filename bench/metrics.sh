@@ -6,6 +6,7 @@
 #
 #   bench/metrics.sh
 #   PAIRS=100000 REPEAT=5 bench/metrics.sh
+#   OLOPROOF_BIN=path/to/oloproof bench/metrics.sh   # skip the release build
 #
 # Inputs and the benchmark venv live under target/ (never committed).
 set -euo pipefail
@@ -26,8 +27,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check jiwer==4.0.0
 
-cargo build --release -p oloproof >/dev/null
-olo=target/release/oloproof
+if [ -n "${OLOPROOF_BIN:-}" ]; then
+  olo=$OLOPROOF_BIN
+else
+  cargo build --release -p oloproof >/dev/null
+  olo=target/release/oloproof
+fi
 
 # measure NAME CMD...: median wall seconds and peak RSS (KB) over REPEAT runs.
 declare -A WALL RSS
@@ -47,7 +52,7 @@ measure() {
 
 echo "== ingestion: $PAIRS sentence pairs ($(du -h "$pairs" | cut -f1)), median of $REPEAT"
 for m in wer cer; do
-  echo "oloproof: $("$olo" metric "$m" --input "$pairs" | head -1)   jiwer: $("$venv/bin/python" bench/metrics_jiwer.py "$pairs" "$m")"
+  echo "oloproof: $("$olo" metric "$m" --input "$pairs" 2>/dev/null | sed -n 1p)   jiwer: $("$venv/bin/python" bench/metrics_jiwer.py "$pairs" "$m")"
   measure "oloproof-$m" "$olo" metric "$m" --input "$pairs"
   measure "jiwer-$m" "$venv/bin/python" bench/metrics_jiwer.py "$pairs" "$m"
   printf 'ratio %s (jiwer / oloproof): %.1fx time, %.1fx memory\n' "$m" \
