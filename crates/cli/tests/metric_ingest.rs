@@ -127,3 +127,13 @@ fn chunking_checks() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["value"], 0.25);
 }
+
+#[test]
+fn language_id_per_language() {
+    let rows = "{\"gold\": \"fr\", \"predicted\": \"fr\"}\n{\"gold\": \"fr\", \"predicted\": \"en\"}\n{\"gold\": \"en\", \"predicted\": \"en\"}\n{\"gold\": \"de\", \"predicted\": \"en\"}\n";
+    let v = json_of(rows, &["language_id"]);
+    // en: P 1/3, R 1, F1 0.5; fr: P 1, R 0.5, F1 2/3; de: 0. Macro F1 = (0.5 + 2/3 + 0) / 3.
+    assert!((v["value"].as_f64().unwrap() - (0.5 + 2.0 / 3.0) / 3.0).abs() < 1e-12);
+    assert_eq!(v["per_language"]["fr"]["recall"], 0.5);
+    assert_eq!(v["accuracy"], 0.5);
+}

@@ -92,6 +92,13 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             run: nfc_nfkc_agreement,
         },
         MetricSpec {
+            name: "language_id",
+            summary: "language-ID macro F1 with per-language precision/recall/F1, as scikit-learn's precision_recall_fscore_support",
+            fields: "gold: string (annotated language code)\npredicted: string (detected language code)",
+            options: &[],
+            run: language_id,
+        },
+        MetricSpec {
             name: "title_exact_match",
             summary: "share of extracted titles/headings exactly equal to the ground truth",
             fields: "predicted: string\nreference: string",
@@ -1022,5 +1029,51 @@ fn attribution_fidelity(input: &MetricInput) -> Result<MetricOutput, MetricError
     }
     let mut out = proportion_output(resolved, input.rows.len() as u64);
     out.items = items;
+    Ok(out)
+}
+
+// ---- language ID ----------------------------------------------------------------------------
+
+fn language_id(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    use oloproof_metrics::classify::report::{classification_report, ZeroDivision};
+    let pairs = pairs(input, "gold", "predicted")?;
+    let gold: Vec<&str> = pairs.iter().map(|p| p.0).collect();
+    let pred: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+    let report = classification_report(&gold, &pred, ZeroDivision::Zero)
+        .map_err(|e| MetricError::usage(e.to_string()))?;
+    let Some(report) = report else {
+        return Ok(MetricOutput {
+            value: f64::NAN,
+            ..MetricOutput::default()
+        });
+    };
+    let mut out = MetricOutput {
+        value: report.macro_avg.f1.unwrap_or(f64::NAN),
+        ..MetricOutput::default()
+    };
+    let scores = |s: &oloproof_metrics::classify::report::ClassScores| {
+        json!({
+            "precision": opt_f64(s.precision),
+            "recall": opt_f64(s.recall),
+            "f1": opt_f64(s.f1),
+            "support": s.support,
+        })
+    };
+    out.extra.insert("n".into(), json!(pairs.len()));
+    out.extra.insert("accuracy".into(), json!(report.accuracy));
+    out.extra.insert("macro".into(), scores(&report.macro_avg));
+    out.extra
+        .insert("weighted".into(), scores(&report.weighted));
+    out.extra.insert("micro".into(), scores(&report.micro));
+    let per: Map<String, Value> = report
+        .per_class
+        .iter()
+        .map(|row| (row.label.clone(), scores(&row.scores)))
+        .collect();
+    out.extra.insert("per_language".into(), Value::Object(per));
+    out.items = pairs
+        .iter()
+        .map(|(g, p)| json!({ "correct": g == p }))
+        .collect();
     Ok(out)
 }

@@ -6,9 +6,9 @@
 //!
 //! Every function is pure; the command line (`oloproof metric NAME`) reads the files.
 
+pub mod chunking;
 pub mod document;
 pub mod error_rate;
 pub mod minhash;
 pub mod spans;
 pub mod teds;
-pub mod chunking;
