@@ -65,6 +65,8 @@ struct Reply {
     raw: String,
     usage: Usage,
     truncated: bool,
+    /// OpenAI `choices[0].logprobs.content` (per generated token), when returned.
+    logprobs: Option<Value>,
 }
 
 /// A response body, or the reason it is not one.
@@ -159,6 +161,18 @@ impl JudgeClient {
         request: &JudgeRequest,
         check: &dyn Fn(&Value) -> Result<(), String>,
     ) -> Result<JudgeResponse, JudgeError> {
+        self.complete_inner(request, check, None).map(|(r, _)| r)
+    }
+
+    /// [`complete_validated`](Self::complete_validated), asking an `openai` provider for
+    /// token log-probabilities when `top_logprobs` is given; also returns the provider's
+    /// per-token `logprobs.content` of the validated reply, when there is one.
+    fn complete_inner(
+        &self,
+        request: &JudgeRequest,
+        check: &dyn Fn(&Value) -> Result<(), String>,
+        top_logprobs: Option<u8>,
+    ) -> Result<(JudgeResponse, Option<Value>), JudgeError> {
         let _span = tracing::debug_span!("judge_call", judge = %self.name, template = %request.template_id, repeat = request.repeat_index).entered();
         let validate = |reply: &Reply| -> Result<Value, String> {
             let parsed = schema::parse_reply(&reply.raw).map_err(|e| {
@@ -175,18 +189,21 @@ impl JudgeClient {
             check(&parsed)?;
             Ok(parsed)
         };
-        let (first, mut attempts) = self.chat(request, &request.messages)?;
+        let (first, mut attempts) = self.chat(request, &request.messages, top_logprobs)?;
         let mut usage = first.usage;
         let error = match validate(&first) {
             Ok(parsed) => {
-                return Ok(JudgeResponse {
-                    raw: first.raw,
-                    parsed,
-                    usage,
-                    cost_usd: self.cost(usage),
-                    attempts,
-                    repaired: false,
-                })
+                return Ok((
+                    JudgeResponse {
+                        raw: first.raw,
+                        parsed,
+                        usage,
+                        cost_usd: self.cost(usage),
+                        attempts,
+                        repaired: false,
+                    },
+                    first.logprobs,
+                ))
             }
             Err(e) => e,
         };
@@ -197,7 +214,7 @@ impl JudgeClient {
             "Your reply could not be used: {error}. Reply again with only one JSON object that \
              satisfies the required schema and fixes this error."
         )));
-        let (second, more) = match self.chat(request, &messages) {
+        let (second, more) = match self.chat(request, &messages, top_logprobs) {
             Ok(r) => r,
             // The repair request itself failed: the judgment is still missing for the
             // output reason, which is the more useful message.
@@ -213,14 +230,17 @@ impl JudgeClient {
         attempts += more;
         usage = usage.plus(second.usage);
         match validate(&second) {
-            Ok(parsed) => Ok(JudgeResponse {
-                raw: second.raw,
-                parsed,
-                usage,
-                cost_usd: self.cost(usage),
-                attempts,
-                repaired: true,
-            }),
+            Ok(parsed) => Ok((
+                JudgeResponse {
+                    raw: second.raw,
+                    parsed,
+                    usage,
+                    cost_usd: self.cost(usage),
+                    attempts,
+                    repaired: true,
+                },
+                second.logprobs,
+            )),
             Err(error) => Err(JudgeError::InvalidOutput {
                 error,
                 raw: second.raw,
@@ -274,6 +294,73 @@ impl JudgeClient {
             attempts: response.attempts,
             repaired: response.repaired,
         })
+    }
+
+    /// [`judge`](Self::judge) asking for token log-probabilities (OpenAI `logprobs: true`,
+    /// `top_logprobs`), for probability-weighted scores. Returns the call and the reply's
+    /// per-token `logprobs.content` — `None` when the provider returned none (Anthropic has no
+    /// log-probabilities; some OpenAI-compatible servers ignore the parameter). The cache key
+    /// is [`cache_key`] extended with `top_logprobs`, and the cache keeps the log-probabilities
+    /// with the judgment (`{"judgment", "logprobs"}`), so a hit returns them too.
+    pub fn judge_with_logprobs(
+        &self,
+        cache: &dyn JudgeCache,
+        request: &JudgeRequest,
+        check: &dyn Fn(&Value) -> Result<(), String>,
+        top_logprobs: u8,
+    ) -> Result<(CallRecord, Option<Value>), JudgeError> {
+        let key = oloproof_core::identity::content_hash(&json!({
+            "kind": "judgment_with_logprobs",
+            "judgment": cache_key(&self.settings, request),
+            "top_logprobs": top_logprobs,
+        }));
+        if let Some((raw, stored)) = cache.get(&key) {
+            let parsed = stored.get("judgment").cloned().unwrap_or(Value::Null);
+            if schema::validate(&request.schema, &parsed)
+                .and_then(|()| check(&parsed))
+                .is_ok()
+            {
+                let logprobs = stored.get("logprobs").cloned().filter(|v| !v.is_null());
+                return Ok((
+                    CallRecord {
+                        cache_key: key,
+                        template_id: request.template_id.clone(),
+                        template_version: request.template_version,
+                        repeat_index: request.repeat_index,
+                        raw,
+                        parsed,
+                        usage: Usage::default(),
+                        cost_usd: self.cost(Usage::default()),
+                        cached: true,
+                        attempts: 0,
+                        repaired: false,
+                    },
+                    logprobs,
+                ));
+            }
+        }
+        let (response, logprobs) = self.complete_inner(request, check, Some(top_logprobs))?;
+        cache.put(
+            &key,
+            &response.raw,
+            &json!({"judgment": response.parsed, "logprobs": logprobs}),
+        );
+        Ok((
+            CallRecord {
+                cache_key: key,
+                template_id: request.template_id.clone(),
+                template_version: request.template_version,
+                repeat_index: request.repeat_index,
+                raw: response.raw,
+                parsed: response.parsed,
+                usage: response.usage,
+                cost_usd: response.cost_usd,
+                cached: false,
+                attempts: response.attempts,
+                repaired: response.repaired,
+            },
+            logprobs,
+        ))
     }
 
     /// Embeds `texts` with the OpenAI `/embeddings` endpoint (`embedding_model`, else `model`),
@@ -374,12 +461,17 @@ impl JudgeClient {
         &self,
         request: &JudgeRequest,
         messages: &[Message],
+        top_logprobs: Option<u8>,
     ) -> Result<(Reply, u32), JudgeError> {
         let (url, body) = match self.settings.provider {
-            Provider::Openai => (
-                format!("{}/chat/completions", self.settings.base()),
-                self.openai_body(request, messages),
-            ),
+            Provider::Openai => {
+                let mut body = self.openai_body(request, messages);
+                if let Some(n) = top_logprobs {
+                    body["logprobs"] = json!(true);
+                    body["top_logprobs"] = json!(n);
+                }
+                (format!("{}/chat/completions", self.settings.base()), body)
+            }
             Provider::Anthropic => (
                 format!("{}/messages", self.settings.base()),
                 self.anthropic_body(request, messages),
@@ -720,6 +812,10 @@ fn parse_openai(value: &Value) -> Result<Reply, String> {
         raw,
         usage: usage_from(value, "/usage/prompt_tokens", "/usage/completion_tokens"),
         truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
+        logprobs: choice
+            .pointer("/logprobs/content")
+            .filter(|v| v.is_array())
+            .cloned(),
     })
 }
 
@@ -744,6 +840,7 @@ fn parse_anthropic(value: &Value) -> Result<Reply, String> {
         raw,
         usage: usage_from(value, "/usage/input_tokens", "/usage/output_tokens"),
         truncated: value.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+        logprobs: None,
     })
 }
 

@@ -62,6 +62,17 @@ pub enum MockReply {
     },
     /// For the embeddings queue: these vectors, one per input.
     Embeddings(Vec<Vec<f32>>),
+    /// The inner (content) reply, whose first word-or-number token after the first occurrence
+    /// of `after` in the text gets `top` as its `top_logprobs` (token, log-probability) when
+    /// the request asks for log-probabilities (OpenAI only).
+    WithLogprobs {
+        /// The reply.
+        reply: Box<MockReply>,
+        /// The text after which the scripted token comes, e.g. `"score":`.
+        after: String,
+        /// The alternatives and their log-probabilities, most likely first.
+        top: Vec<(String, f64)>,
+    },
 }
 
 impl MockReply {
@@ -116,6 +127,20 @@ impl MockReply {
             then: Box::new(then),
         }
     }
+    /// This reply with scripted `top_logprobs` for the token after `after` (see
+    /// [`MockReply::WithLogprobs`]); `top` holds (token, probability) pairs, turned into
+    /// log-probabilities.
+    pub fn with_top_logprobs(self, after: &str, top: &[(&str, f64)]) -> Self {
+        MockReply::WithLogprobs {
+            reply: Box::new(self),
+            after: after.into(),
+            top: top
+                .iter()
+                .map(|(t, p)| ((*t).to_string(), p.ln()))
+                .collect(),
+        }
+    }
+
     /// The same reply with another usage (for content replies).
     pub fn with_usage(self, input_tokens: u64, output_tokens: u64) -> Self {
         match self {
@@ -416,16 +441,83 @@ fn handle(mut stream: TcpStream, inner: &Inner) {
     inner.lock().in_flight -= 1;
 }
 
+/// Splits `text` into tokens: runs of alphanumerics, and every other character alone.
+fn mock_tokens(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            out.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// OpenAI `logprobs.content` for `text`: every token certain (log-probability 0, itself its
+/// only alternative), except the scripted one.
+fn mock_logprobs(text: &str, scripted: Option<&(String, Vec<(String, f64)>)>, n: usize) -> Value {
+    let tokens = mock_tokens(text);
+    let target = scripted.and_then(|(after, _)| {
+        let end = text.find(after.as_str())? + after.len();
+        let mut pos = 0;
+        tokens.iter().position(|t| {
+            let start = pos;
+            pos += t.len();
+            start >= end && t.chars().all(char::is_alphanumeric)
+        })
+    });
+    let entry = |t: &str, lp: f64| json!({"token": t, "logprob": lp, "bytes": t.as_bytes()});
+    let content: Vec<Value> = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match (target == Some(i), scripted) {
+            (true, Some((_, top))) => {
+                let alts: Vec<Value> = top.iter().take(n).map(|(a, lp)| entry(a, *lp)).collect();
+                let own = top.iter().find(|(a, _)| a == t).map_or(0.0, |(_, lp)| *lp);
+                let mut e = entry(t, own);
+                e["top_logprobs"] = Value::Array(alts);
+                e
+            }
+            _ => {
+                let mut e = entry(t, 0.0);
+                e["top_logprobs"] = json!([entry(t, 0.0)]);
+                e
+            }
+        })
+        .collect();
+    Value::Array(content)
+}
+
 fn render(
     request: &RecordedRequest,
     reply: MockReply,
     anthropic: bool,
 ) -> (u16, Vec<(String, String)>, String) {
+    render_with(request, reply, anthropic, None)
+}
+
+fn render_with(
+    request: &RecordedRequest,
+    reply: MockReply,
+    anthropic: bool,
+    scripted: Option<(String, Vec<(String, f64)>)>,
+) -> (u16, Vec<(String, String)>, String) {
     let model = request.body.get("model").cloned().unwrap_or(Value::Null);
     match reply {
         MockReply::Delay { delay, then } => {
             std::thread::sleep(delay);
-            render(request, *then, anthropic)
+            render_with(request, *then, anthropic, scripted)
+        }
+        MockReply::WithLogprobs { reply, after, top } => {
+            render_with(request, *reply, anthropic, Some((after, top)))
         }
         MockReply::RateLimited { retry_after } => {
             let body = error_body(anthropic, 429, "Rate limit reached for requests (mock)");
@@ -489,8 +581,20 @@ fn render(
                     "content": content, "stop_reason": stop, "stop_sequence": null,
                     "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}})
             } else {
+                let logprobs = if request.body.get("logprobs") == Some(&Value::Bool(true)) {
+                    let n = request
+                        .body
+                        .get("top_logprobs")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1)
+                        .max(1) as usize;
+                    json!({"content": mock_logprobs(&text, scripted.as_ref(), n), "refusal": null})
+                } else {
+                    Value::Null
+                };
                 json!({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
+                        "logprobs": logprobs,
                         "finish_reason": if truncated { "length" } else { "stop" }}],
                     "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
                         "total_tokens": usage.input_tokens + usage.output_tokens}})

@@ -28,12 +28,27 @@
 //!   weights 0.75/0.25 as Ragas; Ragas classifies TP/FP/FN statements in one call instead of
 //!   reusing the NLI verification.
 //! - **semantic_similarity**: cosine of the answer and reference embeddings, not rescaled.
+//! - **noise_sensitivity** (`relevant` / `irrelevant`): as Ragas' `NoiseSensitivity`, the
+//!   share of the answer's claims that are *incorrect* (not supported by the reference) and
+//!   supported by a relevant retrieved chunk (`relevant`), or by an irrelevant chunk and by no
+//!   relevant one (`irrelevant`); a chunk is relevant when it supports at least one claim of
+//!   the reference. Lower is better. Ragas makes one verification call per chunk for the
+//!   answer's and for the reference's statements; Oloproof makes one attribution call for
+//!   each (`claim_attribution`: per claim, the chunks it can be inferred from), five calls in
+//!   all. An answer with no claims is excluded (`no_claims`, Ragas: NaN); no reference
+//!   (`no_reference`) or no retrieved chunk (`no_context`) is excluded too.
 //! - **groundedness_judge**, **citation_support_judge**, **rubric_judge**,
-//!   **pairwise_judge**: Oloproof's own (evaluator design guide templates).
+//!   **pairwise_judge**: Oloproof's own (evaluator design guide templates). `rubric_judge`
+//!   can be probability-weighted (G-Eval): [`rubric_judge_with`] asks for the top-5
+//!   log-probabilities of the score token and reports `Σ p(s)·s` over the scores 1–5
+//!   (probabilities renormalised over those five), falling back to the parsed score, said so
+//!   in the detail, when the provider returns no usable log-probabilities.
 //!
 //! Self-consistency (`repeats: n`): [`self_consistency`] runs a metric with repeat indices
 //! `0..n` (distinct cache keys, and seeds `seed + i`), then takes the majority or the mean and
-//! reports per-case agreement.
+//! reports per-case agreement. Ensembles ([`ensemble`]) combine the same metric from several
+//! judges (ideally of different model families) with a majority, unanimous or mean rule and
+//! flag the disagreements.
 
 use serde_json::{json, Value};
 
@@ -103,6 +118,7 @@ pub type EmbedFn<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Vec<f32>>, JudgeError
 /// | `factual_correctness` | 4 | 0 |
 /// | `answer_correctness` | 4 | 1 |
 /// | `semantic_similarity` | 0 | 1 |
+/// | `noise_sensitivity` | 5 | 0 |
 /// | `groundedness_judge`, `citation_support_judge`, `rubric_judge` | 1 | 0 |
 /// | `pairwise_judge` | 2 | 0 |
 pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
@@ -114,6 +130,7 @@ pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
         | "context_precision_without_reference" => (1, 0),
         "context_recall" => (1, 0),
         "factual_correctness" => (4, 0),
+        "noise_sensitivity" => (5, 0),
         "answer_correctness" => (4, 1),
         "semantic_similarity" => (0, 1),
         "groundedness_judge" | "citation_support_judge" | "rubric_judge" => (1, 0),
@@ -488,6 +505,163 @@ pub fn factual_correctness(
     Ok(JudgedScore::value(value, detail, calls))
 }
 
+/// Which claims [`noise_sensitivity`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoiseMode {
+    /// Incorrect claims supported by a relevant chunk (Ragas' default).
+    #[default]
+    Relevant,
+    /// Incorrect claims supported by an irrelevant chunk and by no relevant one.
+    Irrelevant,
+}
+
+impl NoiseMode {
+    /// `relevant` or `irrelevant`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoiseMode::Relevant => "relevant",
+            NoiseMode::Irrelevant => "irrelevant",
+        }
+    }
+}
+
+/// Which retrieved chunks support each claim (one `claim_attribution` call): 0-based indices.
+fn attribute_claims(
+    judge: &JudgeClient,
+    cache: &dyn JudgeCache,
+    chunks: &[String],
+    claims: &[String],
+    repeat: u32,
+    calls: &mut Vec<CallRecord>,
+) -> Result<Vec<Vec<usize>>, JudgeError> {
+    let (n, m) = (claims.len(), chunks.len());
+    let check = move |v: &Value| templates::check_attribution(v, n, m);
+    let record = judge.judge(
+        cache,
+        &templates::claim_attribution(chunks, claims, repeat),
+        &check,
+    )?;
+    let sets = templates::attribution_by_id(&record.parsed, n);
+    calls.push(record);
+    Ok(sets)
+}
+
+/// Noise sensitivity (Ragas' `NoiseSensitivity`): the share of the answer's claims that are
+/// incorrect with respect to the reference and supported by a relevant chunk (`Relevant`) or
+/// only by irrelevant chunks (`Irrelevant`). Lower is better. Five calls: claims of the
+/// reference and of the answer, the answer's claims verified against the reference, and both
+/// claim lists attributed to the retrieved chunks.
+pub fn noise_sensitivity(
+    judge: &JudgeClient,
+    cache: &dyn JudgeCache,
+    sample: &Sample<'_>,
+    mode: NoiseMode,
+    repeat: u32,
+) -> Result<JudgedScore, JudgeError> {
+    let Some(reference) = sample.reference else {
+        return Ok(JudgedScore::excluded("no_reference", json!({}), Vec::new()));
+    };
+    if sample.contexts.is_empty() {
+        return Ok(JudgedScore::excluded(
+            "no_context",
+            json!({"chunks": []}),
+            Vec::new(),
+        ));
+    }
+    let mut calls = Vec::new();
+    let ans_claims = extract_claims(
+        judge,
+        cache,
+        sample.question,
+        sample.answer,
+        repeat,
+        &mut calls,
+    )?;
+    if ans_claims.is_empty() {
+        return Ok(JudgedScore::excluded(
+            "no_claims",
+            json!({"claims": []}),
+            calls,
+        ));
+    }
+    let ref_claims = extract_claims(judge, cache, sample.question, reference, repeat, &mut calls)?;
+    let correct = verify_claims(
+        judge,
+        cache,
+        &[reference.to_string()],
+        &ans_claims,
+        repeat,
+        &mut calls,
+    )?;
+    let ref_support = if ref_claims.is_empty() {
+        Vec::new()
+    } else {
+        attribute_claims(
+            judge,
+            cache,
+            sample.contexts,
+            &ref_claims,
+            repeat,
+            &mut calls,
+        )?
+    };
+    let ans_support = attribute_claims(
+        judge,
+        cache,
+        sample.contexts,
+        &ans_claims,
+        repeat,
+        &mut calls,
+    )?;
+    let mut relevant = vec![false; sample.contexts.len()];
+    for &c in ref_support.iter().flatten() {
+        if let Some(r) = relevant.get_mut(c) {
+            *r = true;
+        }
+    }
+    let mut counted = 0usize;
+    let claims: Vec<Value> = ans_claims
+        .iter()
+        .zip(&correct)
+        .zip(&ans_support)
+        .map(|((claim, (ok, reason)), chunks)| {
+            let by_relevant = chunks.iter().any(|&c| relevant.get(c) == Some(&true));
+            let by_irrelevant =
+                !by_relevant && chunks.iter().any(|&c| relevant.get(c) == Some(&false));
+            let hit = !*ok
+                && match mode {
+                    NoiseMode::Relevant => by_relevant,
+                    NoiseMode::Irrelevant => by_irrelevant,
+                };
+            counted += usize::from(hit);
+            json!({
+                "claim": claim, "correct": u8::from(*ok), "reason": reason,
+                "chunks": chunks.iter().map(|c| c + 1).collect::<Vec<_>>(),
+                "from_relevant": by_relevant, "from_irrelevant_only": by_irrelevant,
+                "counted": hit,
+            })
+        })
+        .collect();
+    let chunks: Vec<Value> = relevant
+        .iter()
+        .enumerate()
+        .map(|(i, r)| json!({"rank": i + 1, "relevant": r}))
+        .collect();
+    let detail = json!({
+        "mode": mode.as_str(),
+        "claims": claims,
+        "reference_claims": ref_claims,
+        "chunks": chunks,
+        "counted": counted,
+        "total": ans_claims.len(),
+    });
+    Ok(JudgedScore::value(
+        counted as f64 / ans_claims.len() as f64,
+        detail,
+        calls,
+    ))
+}
+
 /// Cosine similarity; 0 when either vector is zero or their lengths differ.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     if a.len() != b.len() {
@@ -634,6 +808,146 @@ pub fn rubric_judge(
     Ok(JudgedScore::value(score, detail, vec![record]))
 }
 
+/// Options of [`rubric_judge_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RubricOptions<'a> {
+    /// The written rubric (default [`templates::DEFAULT_RUBRIC`]).
+    pub rubric: Option<&'a str>,
+    /// Show the retrieved context to the judge.
+    pub with_context: bool,
+    /// G-Eval: ask for the score token's top log-probabilities and report `Σ p(s)·s`.
+    pub probability_weighted: bool,
+}
+
+/// The alternatives asked for when a rubric score is probability-weighted.
+pub const TOP_LOGPROBS: u8 = 5;
+
+/// The probability-weighted score `Σ p(s)·s` over the scores 1–5, from OpenAI
+/// `logprobs.content` of a reply whose JSON has `"score": N`: the score token's
+/// `top_logprobs` restricted to the tokens `1`…`5`, renormalised. `Err` says why it cannot be
+/// computed (no score token found, no score among the alternatives).
+pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), String> {
+    let tokens = logprobs
+        .as_array()
+        .ok_or("the log-probabilities are not a token list")?;
+    let texts: Vec<&str> = tokens
+        .iter()
+        .map(|t| t.get("token").and_then(Value::as_str).unwrap_or(""))
+        .collect();
+    let text: String = texts.concat();
+    let key = text
+        .find("\"score\"")
+        .ok_or("no `\"score\"` in the tokens")?;
+    let after = key + "\"score\"".len();
+    let digit = text[after..]
+        .char_indices()
+        .find(|(_, c)| !c.is_whitespace() && *c != ':')
+        .map(|(i, _)| after + i)
+        .ok_or("no value after `\"score\"`")?;
+    let mut pos = 0;
+    let index = texts
+        .iter()
+        .position(|t| {
+            let start = pos;
+            pos += t.len();
+            start <= digit && digit < pos
+        })
+        .ok_or("no token at the score")?;
+    let top = tokens[index]
+        .get("top_logprobs")
+        .and_then(Value::as_array)
+        .ok_or("the score token has no `top_logprobs`")?;
+    let mut probs: Vec<(u8, f64)> = Vec::new();
+    for alt in top {
+        let token = alt
+            .get("token")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
+        let Some(lp) = alt.get("logprob").and_then(Value::as_f64) else {
+            continue;
+        };
+        if let Ok(s @ 1..=5) = token.parse::<u8>() {
+            match probs.iter_mut().find(|(k, _)| *k == s) {
+                Some((_, p)) => *p += lp.exp(),
+                None => probs.push((s, lp.exp())),
+            }
+        }
+    }
+    let total: f64 = probs.iter().map(|(_, p)| p).sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return Err("no score 1-5 among the score token's alternatives".into());
+    }
+    probs.sort_by_key(|(s, _)| *s);
+    let probs: Vec<(u8, f64)> = probs.into_iter().map(|(s, p)| (s, p / total)).collect();
+    let value = probs.iter().map(|(s, p)| f64::from(*s) * p).sum();
+    Ok((value, probs))
+}
+
+/// A 1–5 rubric score, optionally with the context shown and probability-weighted (G-Eval).
+/// Weighted, the detail has `probability_weighted: true`, `parsed_score`, and either
+/// `probabilities` (score → probability) or `fallback` (why the parsed score is reported).
+pub fn rubric_judge_with(
+    judge: &JudgeClient,
+    cache: &dyn JudgeCache,
+    sample: &Sample<'_>,
+    options: &RubricOptions<'_>,
+    repeat: u32,
+) -> Result<JudgedScore, JudgeError> {
+    let context: &[String] = if options.with_context {
+        sample.contexts
+    } else {
+        &[]
+    };
+    let request = templates::rubric_in_context(
+        sample.question,
+        context,
+        sample.answer,
+        options.rubric,
+        repeat,
+    );
+    if !options.probability_weighted {
+        let record = judge.judge(cache, &request, &no_check)?;
+        let score = record
+            .parsed
+            .get("score")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let detail = json!({"score": score, "reason": record.parsed.get("reason")});
+        return Ok(JudgedScore::value(score, detail, vec![record]));
+    }
+    let (record, logprobs) = judge.judge_with_logprobs(cache, &request, &no_check, TOP_LOGPROBS)?;
+    let parsed = record
+        .parsed
+        .get("score")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let reason = record.parsed.get("reason").cloned();
+    let weighted = match &logprobs {
+        None => Err("the provider returned no log-probabilities".to_string()),
+        Some(lp) => weighted_score(lp),
+    };
+    let (value, detail) = match weighted {
+        Ok((v, probs)) => {
+            let p: serde_json::Map<String, Value> = probs
+                .iter()
+                .map(|(s, p)| (s.to_string(), json!(p)))
+                .collect();
+            (
+                v,
+                json!({"score": v, "parsed_score": parsed, "probability_weighted": true,
+                    "probabilities": p, "reason": reason}),
+            )
+        }
+        Err(why) => (
+            parsed,
+            json!({"score": parsed, "parsed_score": parsed, "probability_weighted": false,
+                "fallback": format!("parsed score reported: {why}"), "reason": reason}),
+        ),
+    };
+    Ok(JudgedScore::value(value, detail, vec![record]))
+}
+
 /// Pairwise preference run in both orders (A/B, then B/A): the winner is kept only when both
 /// orders agree, else it is a tie. Value: 1 if `answer_a` wins, 0 if `answer_b` wins, 0.5 for
 /// a tie; `detail.winner` is `"A"`, `"B"` or `"tie"` in the caller's labels.
@@ -717,17 +1031,7 @@ pub fn self_consistency(
     let mut values: Vec<f64> = results.iter().filter_map(|s| s.value).collect();
     values.sort_by(f64::total_cmp);
     // Modal value (first of the sorted values with the highest count: ties to the lower).
-    let mut mode = values[0];
-    let mut best = 0;
-    let mut i = 0;
-    while i < values.len() {
-        let j = values[i..].iter().take_while(|v| **v == values[i]).count();
-        if j > best {
-            best = j;
-            mode = values[i];
-        }
-        i += j;
-    }
+    let (mode, best) = mode_of(&values);
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     let value = match aggregation {
         Aggregation::Majority => mode,
@@ -742,6 +1046,95 @@ pub fn self_consistency(
         "repeats": per_repeat,
     });
     Ok(JudgedScore::value(value, detail, calls))
+}
+
+/// How [`ensemble`] combines the judges' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnsembleRule {
+    /// The most frequent value (ties to the lower value).
+    Majority,
+    /// The lowest value: a pass needs every judge to pass.
+    Unanimous,
+    /// The mean value.
+    Mean,
+}
+
+impl EnsembleRule {
+    /// `majority`, `unanimous` or `mean`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnsembleRule::Majority => "majority",
+            EnsembleRule::Unanimous => "unanimous",
+            EnsembleRule::Mean => "mean",
+        }
+    }
+}
+
+/// The modal value of sorted `values` (ties to the lower value) and its count.
+fn mode_of(values: &[f64]) -> (f64, usize) {
+    let mut mode = values[0];
+    let mut best = 0;
+    let mut i = 0;
+    while i < values.len() {
+        let j = values[i..].iter().take_while(|v| **v == values[i]).count();
+        if j > best {
+            best = j;
+            mode = values[i];
+        }
+        i += j;
+    }
+    (mode, best)
+}
+
+/// Combines one metric's results from several judges (`(judge name, result)`, in the
+/// configured order). An excluded result is excluded when more than half the judges exclude
+/// it (with the first reason); otherwise the valued results are combined by `rule`.
+/// `detail.judges` lists each judge's value (or exclusion) and detail, `detail.disagreement`
+/// is true when the judges' values differ (or some excluded the case and others did not),
+/// and `detail.agreement` is the share of valued judges at the modal value. The calls of
+/// every judge are kept, in order.
+pub fn ensemble(rule: EnsembleRule, results: Vec<(String, JudgedScore)>) -> JudgedScore {
+    let per_judge: Vec<Value> = results
+        .iter()
+        .map(|(name, s)| json!({"judge": name, "value": s.value, "excluded": s.excluded_reason, "detail": s.detail}))
+        .collect();
+    let calls: Vec<CallRecord> = results
+        .iter()
+        .flat_map(|(_, s)| s.calls.iter().cloned())
+        .collect();
+    let excluded: Vec<&'static str> = results
+        .iter()
+        .filter_map(|(_, s)| s.excluded_reason)
+        .collect();
+    let mut values: Vec<f64> = results.iter().filter_map(|(_, s)| s.value).collect();
+    values.sort_by(f64::total_cmp);
+    let disagreement =
+        (!excluded.is_empty() && !values.is_empty()) || values.first() != values.last();
+    if values.is_empty() || excluded.len() * 2 > results.len() {
+        let detail = json!({"ensemble": rule.as_str(), "judges": per_judge,
+            "disagreement": disagreement, "excluded_judges": excluded.len()});
+        return JudgedScore::excluded(
+            excluded.first().copied().unwrap_or("undefined"),
+            detail,
+            calls,
+        );
+    }
+    let (mode, best) = mode_of(&values);
+    let value = match rule {
+        EnsembleRule::Majority => mode,
+        EnsembleRule::Unanimous => values[0],
+        EnsembleRule::Mean => values.iter().sum::<f64>() / values.len() as f64,
+    };
+    let detail = json!({
+        "ensemble": rule.as_str(),
+        "judges": per_judge,
+        "values": values,
+        "disagreement": disagreement,
+        "agreement": best as f64 / values.len() as f64,
+        "spread": values[values.len() - 1] - values[0],
+        "excluded_judges": excluded.len(),
+    });
+    JudgedScore::value(value, detail, calls)
 }
 
 #[cfg(test)]
@@ -770,6 +1163,59 @@ mod tests {
             Some(x) => JudgedScore::value(x, Value::Null, Vec::new()),
             None => JudgedScore::excluded("no_claims", Value::Null, Vec::new()),
         }
+    }
+
+    #[test]
+    fn ensemble_rules_and_disagreement() {
+        let named = |v: &[Option<f64>]| -> Vec<(String, JudgedScore)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, x)| (format!("j{i}"), score(*x)))
+                .collect()
+        };
+        let vals = [Some(1.0), Some(0.0), Some(1.0)];
+        let s = ensemble(EnsembleRule::Majority, named(&vals));
+        assert_eq!(s.value, Some(1.0));
+        assert_eq!(s.detail["disagreement"], true);
+        assert_eq!(s.detail["judges"][1]["judge"], "j1");
+        assert_eq!(s.detail["judges"][1]["value"], 0.0);
+        assert_eq!(
+            ensemble(EnsembleRule::Unanimous, named(&vals)).value,
+            Some(0.0)
+        );
+        let m = ensemble(EnsembleRule::Mean, named(&vals)).value.unwrap();
+        assert!((m - 2.0 / 3.0).abs() < 1e-12);
+        let agree = ensemble(EnsembleRule::Unanimous, named(&[Some(1.0), Some(1.0)]));
+        assert_eq!(agree.value, Some(1.0));
+        assert_eq!(agree.detail["disagreement"], false);
+        let ex = ensemble(EnsembleRule::Majority, named(&[None, None, Some(1.0)]));
+        assert_eq!(ex.excluded_reason, Some("no_claims"));
+        assert_eq!(ex.detail["disagreement"], true);
+    }
+
+    #[test]
+    fn weighted_score_from_logprobs() {
+        let tok = |t: &str, top: &[(&str, f64)]| {
+            let alts: Vec<Value> = top
+                .iter()
+                .map(|(a, p)| json!({"token": a, "logprob": p.ln()}))
+                .collect();
+            json!({"token": t, "logprob": 0.0, "top_logprobs": alts})
+        };
+        let lp = json!([
+            tok("{\"reason\":\"ok\",", &[]),
+            tok("\"score\"", &[]),
+            tok(":", &[]),
+            tok("4", &[("4", 0.6), ("5", 0.2), ("3", 0.1), ("x", 0.1)]),
+            tok("}", &[]),
+        ]);
+        let (v, probs) = weighted_score(&lp).unwrap();
+        assert!(
+            (v - (4.0 * 0.6 + 5.0 * 0.2 + 3.0 * 0.1) / 0.9).abs() < 1e-9,
+            "{v}"
+        );
+        assert_eq!(probs.len(), 3);
+        assert!(weighted_score(&json!([tok("{}", &[])])).is_err());
     }
 
     #[test]

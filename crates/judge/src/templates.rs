@@ -78,6 +78,14 @@ pub const CONTEXT_RECALL: Template = Template {
     description: "can each statement of the reference be attributed to the context",
 };
 
+/// Claim attribution (noise sensitivity): per claim, `{"id", "reason", "chunks": [chunk ids]}`,
+/// the retrieved chunks from which the claim can be inferred.
+pub const CLAIM_ATTRIBUTION: Template = Template {
+    id: "claim_attribution",
+    version: 1,
+    description: "which retrieved chunks support each claim",
+};
+
 /// Every template.
 pub const ALL: &[Template] = &[
     GROUNDEDNESS,
@@ -89,6 +97,7 @@ pub const ALL: &[Template] = &[
     QUESTION_GENERATION,
     CONTEXT_PRECISION,
     CONTEXT_RECALL,
+    CLAIM_ATTRIBUTION,
 ];
 
 /// The rubric of the evaluator design guide (1 = irrelevant … 5 = correct, complete,
@@ -264,6 +273,25 @@ pub fn rubric(
     request(RUBRIC, system, user, schema, repeat_index)
 }
 
+/// [`rubric`] with the retrieved context shown to the judge (the `rubric_judge` evaluator):
+/// identical to [`rubric`] when `context` is empty.
+pub fn rubric_in_context(
+    question: &str,
+    context: &[String],
+    answer: &str,
+    rubric_text: Option<&str>,
+    repeat_index: u32,
+) -> JudgeRequest {
+    let mut r = rubric(question, answer, rubric_text, repeat_index);
+    if !context.is_empty() {
+        r.messages[1] = Message::user(format!(
+            "Question: {question}\n\nContext:\n{}\n\nAnswer: {answer}",
+            numbered(context)
+        ));
+    }
+    r
+}
+
 /// Which of two answers is better (guide template 3). Run it in both orders with
 /// [`ragas::pairwise_judge`](crate::ragas::pairwise_judge).
 pub fn pairwise(question: &str, answer_a: &str, answer_b: &str, repeat_index: u32) -> JudgeRequest {
@@ -430,6 +458,83 @@ JSON object {\"statements\": [{\"statement\": string, \"reason\": one short sent
     request(CONTEXT_RECALL, system, user, schema, repeat_index)
 }
 
+/// For each numbered claim, the numbered chunks from which it can be inferred:
+/// `{"verdicts": [{"id", "reason", "chunks": [int]}]}`, one per claim; check with
+/// [`check_attribution`].
+pub fn claim_attribution(chunks: &[String], claims: &[String], repeat_index: u32) -> JudgeRequest {
+    let system = "For each numbered claim, list the numbered retrieved chunks from which the claim can be \
+directly inferred (empty if none). Judge each chunk on its own, using only its text, not your own knowledge. \
+Return one JSON object {\"verdicts\": [{\"id\": the claim number, \"reason\": one short sentence, \
+\"chunks\": [chunk numbers]}]} with exactly one verdict per claim, in order."
+        .to_string();
+    let user = format!(
+        "Retrieved chunks:\n{}\n\nClaims:\n{}",
+        numbered(chunks),
+        numbered(claims)
+    );
+    let n = claims.len();
+    let item = object(json!({
+        "id": {"type": "integer"},
+        "reason": reason(),
+        "chunks": {"type": "array", "items": {"type": "integer"}},
+    }));
+    let schema =
+        object(json!({"verdicts": {"type": "array", "items": item, "minItems": n, "maxItems": n}}));
+    request(CLAIM_ATTRIBUTION, system, user, schema, repeat_index)
+}
+
+/// [`check_ids`] for [`claim_attribution`], plus every chunk number within `1..=chunks`.
+pub fn check_attribution(parsed: &Value, claims: usize, chunks: usize) -> Result<(), String> {
+    check_ids(parsed, "verdicts", claims)?;
+    for (pos, item) in parsed["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for c in item
+            .get("chunks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let ok = c
+                .as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f >= 1.0 && f <= chunks as f64);
+            if !ok {
+                return Err(format!(
+                    "verdicts[{pos}].chunks has {c}, but the chunks are numbered 1 to {chunks}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The chunk sets of a [`claim_attribution`] reply, ordered by claim id, as 0-based chunk
+/// indices (call after [`check_attribution`]).
+pub fn attribution_by_id(parsed: &Value, claims: usize) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); claims];
+    for item in parsed["verdicts"].as_array().into_iter().flatten() {
+        let Some(id) = item.get("id").and_then(Value::as_f64) else {
+            continue;
+        };
+        let idx = id as usize;
+        if idx >= 1 && idx <= claims {
+            out[idx - 1] = item
+                .get("chunks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .filter(|f| *f >= 1.0)
+                .map(|f| f as usize - 1)
+                .collect();
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +573,15 @@ mod tests {
         assert_eq!(r.schema["properties"]["questions"]["minItems"], 3);
         let r = pairwise("q", "a", "b", 0);
         assert!(validate(&r.schema, &json!({"reason": "", "winner": "C"})).is_err());
+        let att = claim_attribution(&["c1".into(), "c2".into()], &["a".into()], 0);
+        let ok = json!({"verdicts": [{"id": 1, "reason": "", "chunks": [2]}]});
+        assert!(validate(&att.schema, &ok).is_ok());
+        assert!(check_attribution(&ok, 1, 2).is_ok());
+        assert_eq!(attribution_by_id(&ok, 1), vec![vec![1]]);
+        let bad = json!({"verdicts": [{"id": 1, "reason": "", "chunks": [3]}]});
+        assert!(check_attribution(&bad, 1, 2)
+            .unwrap_err()
+            .contains("1 to 2"));
         for t in ALL {
             assert!(t.version >= 1 && !t.id.is_empty());
         }
