@@ -247,6 +247,56 @@ pub struct JudgedOptions {
     /// `answer_relevancy`: questions generated per answer (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strictness: Option<usize>,
+    /// `noise_sensitivity`: `relevant` (default) or `irrelevant` chunks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_mode: Option<NoiseModeOption>,
+    /// An ensemble: the same metric from each of these judges (keys of `judges:`), instead
+    /// of `judge:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judges: Option<Vec<String>>,
+    /// How an ensemble's judges combine (default: majority for pass/fail judges, mean for
+    /// scores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ensemble: Option<EnsembleOption>,
+    /// `rubric_judge`: G-Eval probability-weighted score from the score token's
+    /// log-probabilities (OpenAI), default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability_weighted: Option<bool>,
+    /// `rubric_judge`: the written 1–5 rubric (default: the evaluator design guide's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<String>,
+}
+
+impl JudgedOptions {
+    /// The LLM judges this evaluator calls: `judges:` when given, else `judge:`.
+    pub fn llm_judges(&self) -> Vec<String> {
+        match &self.judges {
+            Some(list) if !list.is_empty() => list.clone(),
+            _ => self.judge.iter().cloned().collect(),
+        }
+    }
+}
+
+/// `noise_sensitivity` modes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseModeOption {
+    /// Incorrect claims supported by relevant chunks.
+    Relevant,
+    /// Incorrect claims supported only by irrelevant chunks.
+    Irrelevant,
+}
+
+/// How an ensemble of judges combines.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EnsembleOption {
+    /// The most frequent value (ties to the lower value).
+    Majority,
+    /// The lowest value: a pass needs every judge.
+    Unanimous,
+    /// The mean value.
+    Mean,
 }
 
 /// `factual_correctness` modes.
@@ -301,6 +351,10 @@ pub enum EvaluatorOptions {
     AnswerCorrectness(JudgedOptions),
     /// Embedding cosine between answer and reference.
     SemanticSimilarity(JudgedOptions),
+    /// Ragas noise sensitivity: incorrect claims drawn from relevant or irrelevant chunks.
+    NoiseSensitivity(JudgedOptions),
+    /// LLM judge: a 1–5 rubric score of the answer (question, answer, context).
+    RubricJudge(JudgedOptions),
     /// Share of the answer's named entities and numbers found in the context (no model).
     EntityGrounding(PlainOptions),
     /// Share of the context passages the answer cites.
@@ -329,6 +383,8 @@ impl EvaluatorOptions {
             EvaluatorOptions::FactualCorrectness(_) => "factual_correctness",
             EvaluatorOptions::AnswerCorrectness(_) => "answer_correctness",
             EvaluatorOptions::SemanticSimilarity(_) => "semantic_similarity",
+            EvaluatorOptions::NoiseSensitivity(_) => "noise_sensitivity",
+            EvaluatorOptions::RubricJudge(_) => "rubric_judge",
             EvaluatorOptions::EntityGrounding(_) => "entity_grounding",
             EvaluatorOptions::ContextUtilisation(_) => "context_utilisation",
         }
@@ -345,7 +401,9 @@ impl EvaluatorOptions {
             | EvaluatorOptions::ContextRecall(o)
             | EvaluatorOptions::FactualCorrectness(o)
             | EvaluatorOptions::AnswerCorrectness(o)
-            | EvaluatorOptions::SemanticSimilarity(o) => Some(o),
+            | EvaluatorOptions::SemanticSimilarity(o)
+            | EvaluatorOptions::NoiseSensitivity(o)
+            | EvaluatorOptions::RubricJudge(o) => Some(o),
             _ => None,
         }
     }
@@ -403,6 +461,8 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "factual_correctness",
     "answer_correctness",
     "semantic_similarity",
+    "noise_sensitivity",
+    "rubric_judge",
     "entity_grounding",
     "context_utilisation",
 ];
@@ -740,11 +800,22 @@ pub fn validate(
     for (i, ev) in options.evaluators.iter().enumerate() {
         let Some(judged) = ev.judged() else { continue };
         let needs_llm = !matches!(ev, EvaluatorOptions::SemanticSimilarity(_));
-        let refs = [
-            ("judge", judged.judge.as_ref()),
-            ("embedding_judge", judged.embedding_judge.as_ref()),
+        let mut refs = vec![
+            ("judge".to_string(), judged.judge.as_ref()),
+            (
+                "embedding_judge".to_string(),
+                judged.embedding_judge.as_ref(),
+            ),
         ];
-        if needs_llm && judged.judge.is_none() {
+        for (j, name) in judged.judges.iter().flatten().enumerate() {
+            refs.push((format!("judges[{j}]"), Some(name)));
+        }
+        if judged.judge.is_some() && judged.judges.is_some() {
+            let path = format!("evaluators[{i}].judges");
+            let err = doc.error_at(&path, true, "give either `judge:` or `judges:`, not both");
+            return Err(attribute(err, overrides, &path));
+        }
+        if needs_llm && judged.llm_judges().is_empty() {
             let mut err = doc.error_at(
                 &format!("evaluators[{i}]"),
                 true,

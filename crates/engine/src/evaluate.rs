@@ -107,13 +107,10 @@ impl Evaluator for Judged {
     }
 
     fn judge_names(&self) -> Vec<String> {
-        [
-            self.judged.judge.clone(),
-            self.judged.embedding_judge.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
+        // Every judge of an ensemble (`judges:`) joins the key.
+        let mut names = self.judged.llm_judges();
+        names.extend(self.judged.embedding_judge.clone());
+        names
     }
 }
 

@@ -11,11 +11,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use oloproof_core::case::Case;
-use oloproof_core::config::{Aggregate, EvaluatorOptions, FactualModeOption, JudgedOptions};
+use oloproof_core::config::{
+    Aggregate, EnsembleOption, EvaluatorOptions, FactualModeOption, JudgedOptions, NoiseModeOption,
+};
 use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_judge::ragas::{self, Aggregation, FactualMode, JudgedScore, Sample};
+use oloproof_judge::ragas::{
+    self, Aggregation, EnsembleRule, FactualMode, JudgedScore, NoiseMode, RubricOptions, Sample,
+};
 use oloproof_judge::templates::CitedStatement;
 use oloproof_judge::{CallRecord, JudgeCache, JudgeClient, JudgeError, JudgeSettings};
 use oloproof_store::SqliteStore;
@@ -217,7 +221,14 @@ pub fn evaluate(
                 .ok_or_else(|| format!("no judge named `{n}`")),
         }
     };
-    let (judge, embedder) = match (lookup(&judged.judge), lookup(&judged.embedding_judge)) {
+    // `judges:` (an ensemble) or `judge:`; the first one also embeds unless
+    // `embedding_judge:` says otherwise.
+    let llm_judges = judged.llm_judges();
+    let ensemble = judged.judges.as_ref().is_some_and(|j| !j.is_empty());
+    let (judge, embedder) = match (
+        lookup(&llm_judges.first().cloned()),
+        lookup(&judged.embedding_judge),
+    ) {
         (Ok(j), Ok(e)) => (j, e.or(j)),
         (Err(e), _) | (_, Err(e)) => return verdict(Verdict::Missing { error: e }, Value::Null),
     };
@@ -255,7 +266,7 @@ pub fn evaluate(
         None => Aggregation::Mean,
     };
     let cache = env.cache;
-    let run = |repeat: u32| -> Result<JudgedScore, JudgeError> {
+    let run = |judge: Option<&Arc<JudgeClient>>, repeat: u32| -> Result<JudgedScore, JudgeError> {
         let need = || {
             judge
                 .map(|j| j.as_ref())
@@ -329,27 +340,96 @@ pub fn evaluate(
             EvaluatorOptions::AnswerCorrectness(_) => {
                 ragas::answer_correctness(need()?, cache, &embed_fn, &sample, (0.75, 0.25), repeat)
             }
+            EvaluatorOptions::NoiseSensitivity(_) => {
+                let mode = match judged.noise_mode {
+                    Some(NoiseModeOption::Irrelevant) => NoiseMode::Irrelevant,
+                    _ => NoiseMode::Relevant,
+                };
+                ragas::noise_sensitivity(need()?, cache, &sample, mode, repeat)
+            }
+            EvaluatorOptions::RubricJudge(_) => {
+                let rubric = RubricOptions {
+                    rubric: judged.rubric.as_deref(),
+                    with_context: true,
+                    probability_weighted: judged.probability_weighted.unwrap_or(false),
+                };
+                ragas::rubric_judge_with(need()?, cache, &sample, &rubric, repeat)
+            }
             _ => ragas::semantic_similarity(&embed_fn, &sample),
         }
     };
     let repeats = judged.repeats.unwrap_or(1).max(1);
-    let result = if repeats == 1 {
-        run(0)
-    } else {
-        ragas::self_consistency(repeats, aggregation, &run)
+    let one = |judge: Option<&Arc<JudgeClient>>| {
+        if repeats == 1 {
+            run(judge, 0)
+        } else {
+            ragas::self_consistency(repeats, aggregation, &|r| run(judge, r))
+        }
     };
-    let judge_name = judged
-        .judge
-        .clone()
+    let mut judge_name = llm_judges
+        .first()
+        .cloned()
         .or_else(|| judged.embedding_judge.clone());
+    // An ensemble: the metric from every judge, each call tagged with its judge.
+    let mut tagged_calls = Vec::new();
+    let result = if ensemble {
+        let rule = match judged.ensemble {
+            Some(EnsembleOption::Majority) => EnsembleRule::Majority,
+            Some(EnsembleOption::Unanimous) => EnsembleRule::Unanimous,
+            Some(EnsembleOption::Mean) => EnsembleRule::Mean,
+            None if kind(options) == SummaryKind::Proportion => EnsembleRule::Majority,
+            None => EnsembleRule::Mean,
+        };
+        let mut results = Vec::new();
+        let mut failure = None;
+        for name in &llm_judges {
+            let client = match env.judges.client(name) {
+                Some(c) => c,
+                None => {
+                    let error = format!("no judge named `{name}`");
+                    return verdict(Verdict::Missing { error }, Value::Null);
+                }
+            };
+            match one(Some(client)) {
+                Ok(score) => {
+                    for mut c in call_detail(&score.calls)
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                    {
+                        c["judge"] = json!(name);
+                        tagged_calls.push(c);
+                    }
+                    results.push((name.clone(), score));
+                }
+                Err(e) => {
+                    judge_name = Some(name.clone());
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(ragas::ensemble(rule, results)),
+        }
+    } else {
+        one(judge)
+    };
     match result {
         Ok(score) => {
-            let detail = json!({
+            let mut detail = json!({
                 "judge": judge_name,
                 "repeats": repeats,
                 "result": score.detail,
                 "calls": call_detail(&score.calls),
             });
+            if ensemble {
+                detail["judge"] = json!(llm_judges.join("+"));
+                detail["judges"] = json!(llm_judges);
+                detail["disagreement"] = score.detail["disagreement"].clone();
+                detail["calls"] = Value::Array(tagged_calls);
+            }
             match (score.value, score.excluded_reason) {
                 (Some(v), _) if kind(options) == SummaryKind::Proportion => {
                     verdict(Verdict::pass_if(v >= 0.5), detail)
@@ -385,7 +465,9 @@ pub fn dry_run_estimate(
     case: &Case,
 ) -> (u64, u64, u64) {
     let (calls, embeds) = ragas::max_calls(options.type_name()).unwrap_or((1, 0));
-    let repeats = u64::from(judged.repeats.unwrap_or(1).max(1));
+    // Every judge of an ensemble makes the calls.
+    let repeats =
+        u64::from(judged.repeats.unwrap_or(1).max(1)) * judged.llm_judges().len().max(1) as u64;
     let question = question_of(case);
     let answer = reference_of(case).unwrap_or_default();
     let contexts: Vec<String> = case
