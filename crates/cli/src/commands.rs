@@ -479,9 +479,11 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
         let judge = judged
             .judge
             .clone()
+            .or_else(|| judged.judges.as_ref().map(|js| js.join("+")))
             .or_else(|| judged.embedding_judge.clone())
             .unwrap_or_default();
-        let settings = config.options.judges.get(&judge);
+        let first = judge.split('+').next().unwrap_or_default().to_string();
+        let settings = config.options.judges.get(&first);
         let model = settings
             .and_then(|s| s.get("model"))
             .and_then(|m| m.as_str())

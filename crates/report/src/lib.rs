@@ -244,6 +244,15 @@ fn verdict_text(v: &CriterionVerdict) -> String {
                 .unwrap_or_else(|| "none".into())
         ));
     }
+    if v.detail.get("disagreement").and_then(Value::as_bool) == Some(true) {
+        let judges: Vec<&str> = v
+            .detail
+            .get("judges")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        s.push_str(&format!(" (judges disagree: {})", judges.join(", ")));
+    }
     if let Some(Value::Array(bad)) = v.detail.get("invalid") {
         if !bad.is_empty() {
             s.push_str(&format!(
