@@ -10,11 +10,11 @@ use clap::ArgAction;
 use oloproof_metrics::ranking::{Compat, EvalOptions, JudgeOptions, MeasureSet};
 
 use crate::compare::{self, CompareSettings, TestKind};
-use crate::driver::{evaluate_run, RunResult};
+use crate::driver::{evaluate_file, RunResult};
 use crate::error::TrecError;
 use crate::format::{write_run, Precision};
 use crate::input::read_all;
-use crate::parse::{parse_qrels, read_run};
+use crate::parse::parse_qrels;
 
 /// Which trec_eval release to reproduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -172,19 +172,9 @@ pub fn run_trec(args: &TrecArgs, out: &mut dyn Write) -> Result<(), TrecError> {
     let settings = resolve(args)?;
     let qbytes = read_all(&args.qrels)?;
     let mut results: Vec<RunResult> = Vec::new();
-    // The qrels are parsed while the first run is read.
-    let (qrels, first) = rayon::join(
-        || parse_qrels(qbytes.as_slice(), &args.qrels),
-        || read_run(&args.runs[0]),
-    );
-    let qrels = qrels?;
-    let mut first = Some(first?);
+    let qrels = parse_qrels(qbytes.as_slice(), &args.qrels)?;
     for path in &args.runs {
-        let run = match first.take() {
-            Some(run) => run,
-            None => read_run(path)?,
-        };
-        let res = evaluate_run(&qrels, run, &settings.set, &settings.options)?;
+        let res = evaluate_file(&qrels, path, &settings.set, &settings.options)?;
         if args.compare {
             results.push(res);
         } else {
@@ -223,5 +213,5 @@ pub fn evaluate_files(args: &TrecArgs, run: &Path) -> Result<RunResult, TrecErro
     let settings = resolve(args)?;
     let qbytes = read_all(&args.qrels)?;
     let qrels = parse_qrels(qbytes.as_slice(), &args.qrels)?;
-    evaluate_run(&qrels, read_run(run)?, &settings.set, &settings.options)
+    evaluate_file(&qrels, run, &settings.set, &settings.options)
 }

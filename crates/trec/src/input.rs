@@ -82,10 +82,11 @@ pub(crate) fn read_all(path: &Path) -> Result<Bytes, TrecError> {
 }
 
 /// Calls `f` on consecutive blocks of the input, each ending just after a newline (the last
-/// one may not). Mapped blocks are dropped from memory after `f` returns.
+/// one may not), until `f` returns `false`. Mapped blocks are dropped from memory after `f`
+/// returns.
 pub(crate) fn for_each_block(
     path: &Path,
-    mut f: impl FnMut(&[u8]) -> Result<(), TrecError>,
+    mut f: impl FnMut(&[u8]) -> Result<bool, TrecError>,
 ) -> Result<(), TrecError> {
     if is_stdin(path) {
         return stream(io::stdin().lock(), path, f);
@@ -103,13 +104,16 @@ pub(crate) fn for_each_block(
     let mut start = 0;
     while start < m.len() {
         let end = cut(&m[..], start);
-        f(&m[start..end])?;
+        let more = f(&m[start..end])?;
         // SAFETY: DONTNEED on a read-only file mapping only drops pages from this process;
         // later reads fault them back in from the file. No borrowed slice outlives `f`.
         unsafe {
             let page = 4096;
             let from = start / page * page;
             let _ = m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, end - from);
+        }
+        if !more {
+            break;
         }
         start = end;
     }
@@ -134,7 +138,7 @@ fn cut(data: &[u8], start: usize) -> usize {
 fn stream(
     mut r: impl Read,
     path: &Path,
-    mut f: impl FnMut(&[u8]) -> Result<(), TrecError>,
+    mut f: impl FnMut(&[u8]) -> Result<bool, TrecError>,
 ) -> Result<(), TrecError> {
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK + (1 << 20));
     let mut chunk = vec![0u8; 1 << 20];
@@ -146,7 +150,9 @@ fn stream(
         buf.extend_from_slice(&chunk[..n]);
         if buf.len() >= BLOCK {
             if let Some(i) = memchr::memrchr(b'\n', &buf) {
-                f(&buf[..=i])?;
+                if !f(&buf[..=i])? {
+                    return Ok(());
+                }
                 buf.drain(..=i);
             }
         }

@@ -205,20 +205,47 @@ impl JudgedRanking {
 /// document identifier in descending byte order (`strcmp`). With [`Compat::V9`] the scores
 /// are first rounded to 32-bit floats, as trec_eval 9.0 stores them.
 pub fn rank<D: AsRef<[u8]>>(retrieved: &mut [Retrieved<D>], compat: Compat) {
-    if compat == Compat::V9 {
-        for r in retrieved.iter_mut() {
+    let v9 = compat == Compat::V9;
+    for r in retrieved.iter_mut() {
+        if v9 {
             r.score = r.score as f32 as f64;
         }
-    }
-    for r in retrieved.iter_mut() {
         // -0.0 and 0.0 compare equal in C; make them identical for the total order.
         r.score += 0.0;
     }
-    retrieved.sort_unstable_by(|a, b| {
+    let order = |a: &Retrieved<D>, b: &Retrieved<D>| {
         b.score
             .total_cmp(&a.score)
             .then_with(|| b.doc.as_ref().cmp(a.doc.as_ref()))
-    });
+    };
+    // Runs usually arrive ranked already, up to the order of tied documents: an insertion
+    // sort with a bounded number of moves finishes those in linear time. The order is total
+    // (equal elements are identical), so the result does not depend on the algorithm.
+    let budget = 4 * retrieved.len() + 64;
+    if !insertion_sort_bounded(retrieved, order, budget) {
+        retrieved.sort_unstable_by(order);
+    }
+}
+
+/// Insertion sort that gives up (leaving a permutation of the input) after `budget` moves.
+fn insertion_sort_bounded<T>(
+    v: &mut [T],
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+    budget: usize,
+) -> bool {
+    let mut moves = 0usize;
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && order(&v[j - 1], &v[j]) == std::cmp::Ordering::Greater {
+            v.swap(j - 1, j);
+            j -= 1;
+            moves += 1;
+            if moves > budget {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// FxHash-style multiply-rotate hash of a document identifier (non-cryptographic, fast).
@@ -354,6 +381,35 @@ mod tests {
         let mut r = vec![Retrieved::new("a", 1.0 + 1e-12), Retrieved::new("b", 1.0)];
         rank(&mut r, Compat::V10);
         assert_eq!(r[0].doc, "a");
+    }
+
+    #[test]
+    fn ranking_matches_a_full_sort() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for n in [0usize, 1, 2, 5, 50, 300] {
+            for shape in 0..3 {
+                let mut r: Vec<Retrieved<String>> = (0..n)
+                    .map(|i| {
+                        let s = match shape {
+                            0 => (n - i) as f64 + (next() % 2) as f64,
+                            1 => i as f64,
+                            _ => (next() % 5) as f64,
+                        };
+                        Retrieved::new(format!("d{}", next() % 1000), s)
+                    })
+                    .collect();
+                let mut want = r.clone();
+                want.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.doc.cmp(&a.doc)));
+                rank(&mut r, Compat::V10);
+                assert_eq!(r, want);
+            }
+        }
     }
 
     #[test]
