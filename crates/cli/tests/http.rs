@@ -24,7 +24,11 @@ fn a_system_over_http() {
         .current_dir(&dir)
         .env(
             "PYTHONPATH",
-            format!("{}:{}", repo().join("python").display(), dir.display()),
+            format!(
+                "{}:{}",
+                repo().join("python").display(),
+                repo().join("tests/systems/echo").display()
+            ),
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -14,6 +14,7 @@ use oloproof_core::system::{SystemConnection, SystemInfo};
 use oloproof_core::trace::{ErrorKind, StageError};
 use serde_json::{json, Map, Value};
 
+use crate::reply;
 use crate::worker::PROTOCOL_VERSION;
 
 /// Where and how to reach an HTTP system.
@@ -47,12 +48,7 @@ fn error(stage: &str, kind: ErrorKind, message: String) -> StageError {
 }
 
 fn excerpt(s: &str) -> String {
-    let flat: String = s.chars().take(300).collect();
-    if s.chars().count() > 300 {
-        format!("{flat}…")
-    } else {
-        flat
-    }
+    reply::excerpt(s, 300)
 }
 
 impl HttpConnection {
@@ -184,15 +180,7 @@ impl SystemConnection for HttpConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        let mut r: Retrieval = serde_json::from_value(reply.clone()).map_err(|e| {
-            error(
-                "retrieve",
-                ErrorKind::Protocol,
-                format!("bad retrieve reply ({e}): {}", excerpt(&reply.to_string())),
-            )
-        })?;
-        r.candidates.truncate(depth);
-        Ok(r)
+        reply::retrieval(reply, depth).map_err(|m| error("retrieve", ErrorKind::Protocol, m))
     }
 
     fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
@@ -200,20 +188,8 @@ impl SystemConnection for HttpConnection {
             return Ok(Vec::new());
         }
         let reply = self.request("count_tokens", json!({"passages": passages}))?;
-        serde_json::from_value::<Vec<usize>>(reply.clone())
-            .ok()
-            .filter(|c| c.len() == passages.len())
-            .ok_or_else(|| {
-                error(
-                    "count_tokens",
-                    ErrorKind::Protocol,
-                    format!(
-                        "expected {} non-negative integers, got {}",
-                        passages.len(),
-                        excerpt(&reply.to_string())
-                    ),
-                )
-            })
+        reply::token_counts(reply, passages.len())
+            .map_err(|m| error("count_tokens", ErrorKind::Protocol, m))
     }
 
     fn generate(
@@ -221,23 +197,8 @@ impl SystemConnection for HttpConnection {
         input: &Map<String, Value>,
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError> {
-        match self.request("generate", json!({"input": input, "context": context}))? {
-            Value::Object(m) => Ok(m),
-            Value::String(s) => {
-                let mut m = Map::new();
-                m.insert("answer".into(), Value::String(s));
-                m.insert("citations".into(), json!([]));
-                Ok(m)
-            }
-            other => Err(error(
-                "generate",
-                ErrorKind::Protocol,
-                format!(
-                    "generate must return an object or a string, got {}",
-                    excerpt(&other.to_string())
-                ),
-            )),
-        }
+        let reply = self.request("generate", json!({"input": input, "context": context}))?;
+        reply::generation(reply).map_err(|m| error("generate", ErrorKind::Protocol, m))
     }
 
     fn rerank(
@@ -250,17 +211,7 @@ impl SystemConnection for HttpConnection {
             "rerank",
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
-        reply
-            .get("candidates")
-            .cloned()
-            .and_then(|c| serde_json::from_value::<Vec<Passage>>(c).ok())
-            .ok_or_else(|| {
-                error(
-                    "rerank",
-                    ErrorKind::Protocol,
-                    format!("bad rerank reply: {}", excerpt(&reply.to_string())),
-                )
-            })
+        reply::reranked(reply).map_err(|m| error("rerank", ErrorKind::Protocol, m))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

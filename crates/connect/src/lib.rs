@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod http;
+mod reply;
 mod shim;
 mod worker;
 

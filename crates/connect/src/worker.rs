@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::reply;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use oloproof_core::context::ContextPassage;
 use oloproof_core::passage::{Passage, Retrieval};
@@ -396,10 +397,15 @@ impl WorkerConnection {
 }
 
 fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
+    reply::excerpt(s, max)
+}
+
+impl WorkerConnection {
+    /// A malformed reply: a protocol error carrying the stderr tail.
+    fn reply_error(&self, stage: &str, message: String) -> StageError {
+        let mut err = stage_error(stage, ErrorKind::Protocol, message);
+        err.stderr_tail = self.stderr_tail();
+        err
     }
 }
 
@@ -414,22 +420,7 @@ impl SystemConnection for WorkerConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        let mut retrieval: Retrieval = serde_json::from_value(reply.clone()).map_err(|e| {
-            let mut err = stage_error(
-                "retrieve",
-                ErrorKind::Protocol,
-                format!(
-                    "bad retrieve reply ({e}): {}",
-                    truncate(&reply.to_string(), 300)
-                ),
-            );
-            err.stderr_tail = self.stderr_tail();
-            err
-        })?;
-        if retrieval.candidates.len() > depth {
-            retrieval.candidates.truncate(depth);
-        }
-        Ok(retrieval)
+        reply::retrieval(reply, depth).map_err(|m| self.reply_error("retrieve", m))
     }
 
     fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
@@ -437,21 +428,7 @@ impl SystemConnection for WorkerConnection {
             return Ok(Vec::new());
         }
         let reply = self.request("count_tokens", json!({"passages": passages}))?;
-        let counts: Vec<usize> = serde_json::from_value(reply.clone())
-            .ok()
-            .filter(|c: &Vec<usize>| c.len() == passages.len())
-            .ok_or_else(|| {
-                stage_error(
-                    "count_tokens",
-                    ErrorKind::Protocol,
-                    format!(
-                        "expected {} non-negative integers, got {}",
-                        passages.len(),
-                        truncate(&reply.to_string(), 200)
-                    ),
-                )
-            })?;
-        Ok(counts)
+        reply::token_counts(reply, passages.len()).map_err(|m| self.reply_error("count_tokens", m))
     }
 
     fn generate(
@@ -460,23 +437,7 @@ impl SystemConnection for WorkerConnection {
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError> {
         let reply = self.request("generate", json!({"input": input, "context": context}))?;
-        match reply {
-            Value::Object(m) => Ok(m),
-            Value::String(s) => {
-                let mut m = Map::new();
-                m.insert("answer".into(), Value::String(s));
-                m.insert("citations".into(), json!([]));
-                Ok(m)
-            }
-            other => Err(stage_error(
-                "generate",
-                ErrorKind::Protocol,
-                format!(
-                    "generate must return an object or a string, got {}",
-                    truncate(&other.to_string(), 200)
-                ),
-            )),
-        }
+        reply::generation(reply).map_err(|m| self.reply_error("generate", m))
     }
 
     fn rerank(
@@ -489,17 +450,7 @@ impl SystemConnection for WorkerConnection {
             "rerank",
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
-        let parsed = reply
-            .get("candidates")
-            .cloned()
-            .and_then(|c| serde_json::from_value::<Vec<Passage>>(c).ok());
-        parsed.ok_or_else(|| {
-            stage_error(
-                "rerank",
-                ErrorKind::Protocol,
-                format!("bad rerank reply: {}", truncate(&reply.to_string(), 300)),
-            )
-        })
+        reply::reranked(reply).map_err(|m| self.reply_error("rerank", m))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -1,6 +1,7 @@
-"""An HTTP system for the `http:` connector tests: the echo system served over HTTP.
+"""An HTTP system for the `http:` connector tests: the echo system (tests/systems/echo/app.py,
+found on PYTHONPATH) served over HTTP.
 
-    PYTHONPATH=python:tests/systems/http python3 tests/systems/http/server.py
+    PYTHONPATH=python:tests/systems/echo python3 tests/systems/http/server.py
 
 Prints the port it listens on (127.0.0.1, chosen by the OS) on its first line, then serves the
 worker protocol: each POST body is one request object, each response body one response object.
