@@ -59,3 +59,18 @@ for m in wer cer; do
     "$(echo "${WALL[jiwer-$m]}/${WALL[oloproof-$m]}" | bc -l)" \
     "$(echo "${RSS[jiwer-$m]}/${RSS[oloproof-$m]}" | bc -l)"
 done
+
+# Classification (group B): `oloproof metric seqeval` vs seqeval 1.2.2 on a CoNLL-2003-sized input
+# (bench/gen_ner.py: 14,000 sentences, ~300,000 tokens), default and strict IOB2 modes.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check seqeval==1.2.2
+ner=$data/ner.jsonl
+if [ ! -s "$ner" ]; then
+  python3 bench/gen_ner.py "$ner"
+fi
+echo "seqeval micro F1 — oloproof: $("$olo" metric seqeval --input "$ner" --json | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["value"])')   seqeval: $("$venv/bin/python" bench/seqeval_ref.py "$ner")"
+measure "oloproof-seqeval" "$olo" metric seqeval --input "$ner"
+measure "seqeval" "$venv/bin/python" bench/seqeval_ref.py "$ner"
+measure "oloproof-strict" "$olo" metric seqeval --input "$ner" --mode strict --scheme IOB2
+measure "seqeval-strict" "$venv/bin/python" bench/seqeval_ref.py "$ner" strict IOB2
+printf 'ratio seqeval default (seqeval / oloproof): %.1fx time\n' "$(echo "${WALL[seqeval]}/${WALL[oloproof-seqeval]}" | bc -l)"
+printf 'ratio seqeval strict (seqeval / oloproof): %.1fx time\n' "$(echo "${WALL[seqeval-strict]}/${WALL[oloproof-strict]}" | bc -l)"
