@@ -7,87 +7,19 @@
 //! interpreter comes from `OLOPROOF_REFERENCE_PYTHON`; without it the tests are skipped with a
 //! note, unless `OLOPROOF_REQUIRE_REFERENCES=1`, in which case they fail.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 
+use oloproof_reference::{run_lines, SplitMix64};
 use serde_json::{json, Value};
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a fixed, dependency-free stream.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
-#[allow(clippy::print_stderr)]
 fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the classification reference comparison: \
-                 OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)"
-            );
-            None
-        }
-    }
+    oloproof_reference::reference_python("classification reference comparison")
 }
 
 /// Runs the reference script on `cases`, one answer per case.
-fn reference(python: &PathBuf, cases: &[Value]) -> Vec<Value> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/classify_reference.py");
-    let mut child = Command::new(python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(input.as_bytes())
-        .expect("write the cases to python");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "classify_reference.py failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let answers: Vec<Value> = String::from_utf8(output.stdout)
-        .expect("utf-8 from python")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json from python"))
-        .collect();
-    assert_eq!(answers.len(), cases.len());
-    answers
+fn reference(python: &Path, cases: &[Value]) -> Vec<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/classify_reference.py");
+    run_lines(python, &script, cases)
 }
 
 #[track_caller]

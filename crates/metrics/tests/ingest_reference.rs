@@ -11,82 +11,21 @@
 //! with `scripts/requirements-test.txt`). Without it each test is skipped with a note, unless
 //! `OLOPROOF_REQUIRE_REFERENCES=1`, in which case it fails.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use oloproof_metrics::ingest::error_rate::{self, char_counts, word_counts, ErrorCounts};
+use oloproof_reference::{run_json, SplitMix64};
 use serde_json::{json, Value};
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a fixed, dependency-free stream.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-#[allow(clippy::print_stderr)]
 fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the ingestion reference comparison: OLOPROOF_REFERENCE_PYTHON \
-                 is not set (scripts/test sets it)"
-            );
-            None
-        }
-    }
+    oloproof_reference::reference_python("ingestion reference comparison")
 }
 
 /// Runs `ingest_reference.py MODE` on `input`, returning its JSON answer.
-fn reference(python: &PathBuf, mode: &str, input: &Value) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ingest_reference.py");
-    let mut child = Command::new(python)
-        .arg(&script)
-        .arg(mode)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(input.to_string().as_bytes())
-        .expect("write the cases to python");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "ingest_reference.py {mode} failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("JSON from python")
+fn reference(python: &Path, mode: &str, input: &Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ingest_reference.py");
+    run_json(python, &script, &[OsStr::new(mode)], input)
 }
 
 /// A float sent by the script as its `repr` (parsed here, correctly rounded).
@@ -138,16 +77,16 @@ fn sentence(rng: &mut SplitMix64, len: usize) -> Vec<String> {
 fn join(rng: &mut SplitMix64, words: &[String]) -> String {
     let mut s = String::new();
     if rng.below(5) == 0 {
-        s.push_str(rng.pick(SPACES));
+        s.push_str(rng.pick::<&str>(SPACES));
     }
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
-            s.push_str(rng.pick(SPACES));
+            s.push_str(rng.pick::<&str>(SPACES));
         }
         s.push_str(w);
     }
     if rng.below(5) == 0 {
-        s.push_str(rng.pick(SPACES));
+        s.push_str(rng.pick::<&str>(SPACES));
     }
     s
 }
@@ -168,7 +107,7 @@ fn corrupt(rng: &mut SplitMix64, words: &[String], rate: f64) -> Vec<String> {
             // character-level damage inside the word
             let mut chars: Vec<char> = w.chars().collect();
             let i = rng.below(chars.len());
-            chars[i] = rng.pick(&['0', 'r', 'n', 'm', 'é']);
+            chars[i] = *rng.pick(&['0', 'r', 'n', 'm', 'é']);
             out.push(chars.into_iter().collect());
         } else {
             out.push(w.clone());
@@ -192,7 +131,7 @@ fn cer_and_wer_match_jiwer() {
             rng.below(14)
         };
         let reference = sentence(&mut rng, len);
-        let rate = rng.pick(&[0.0, 0.05, 0.2, 0.5, 1.0]);
+        let rate = *rng.pick(&[0.0, 0.05, 0.2, 0.5, 1.0]);
         let hypothesis = if rng.below(20) == 0 {
             let len = rng.below(6);
             sentence(&mut rng, len)
@@ -498,7 +437,7 @@ fn nfc_nfkc_agreement_matches_unicodedata() {
     let texts: Vec<String> = (0..800)
         .map(|_| {
             (0..rng.below(5))
-                .map(|_| rng.pick(PIECES))
+                .map(|_| *rng.pick(PIECES))
                 .collect::<String>()
         })
         .collect();

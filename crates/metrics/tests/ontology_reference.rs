@@ -9,79 +9,13 @@
 //! unless `OLOPROOF_REQUIRE_REFERENCES=1`. Similarities must agree to the last bit (same
 //! integer arithmetic, one division).
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use oloproof_metrics::ontology::hierarchical::hierarchical_scores;
 use oloproof_metrics::ontology::taxonomy::Taxonomy;
 use oloproof_metrics::ontology::wup::wup_similarity;
-use serde_json::{json, Value};
-
-/// SplitMix64 (Steele, Lea and Flood, 2014): a fixed, dependency-free stream.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-#[allow(clippy::print_stderr)]
-fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the NLTK/networkx ontology comparison: OLOPROOF_REFERENCE_PYTHON \
-                 is not set (scripts/test sets it)"
-            );
-            None
-        }
-    }
-}
-
-fn run_python(script: &str, input: &str) -> String {
-    let python = reference_python().expect("checked by the caller");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(script);
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(input.as_bytes())
-        .expect("write the cases");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "{} failed ({}):\n{}",
-        script.display(),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8 from python")
-}
+use oloproof_reference::{json_lines, reference_python, run, SplitMix64};
+use serde_json::json;
 
 /// A random DAG: node `i` takes 0–3 parents among nodes `< i` (node 0 is always a root; others
 /// become roots with small probability). Names are shuffled letters so that name order and
@@ -129,9 +63,9 @@ fn random_case(rng: &mut SplitMix64) -> (Vec<(String, String)>, Vec<String>) {
 
 #[test]
 fn wup_and_hierarchical_counts_match_nltk_and_networkx() {
-    if reference_python().is_none() {
+    let Some(python) = reference_python("NLTK/networkx ontology comparison") else {
         return;
-    }
+    };
     let mut rng = SplitMix64(0x0a70_1095);
     let mut cases = Vec::new();
     for _ in 0..300 {
@@ -151,13 +85,12 @@ fn wup_and_hierarchical_counts_match_nltk_and_networkx() {
     let input = json!({
         "cases": cases.iter().map(|(e, p, i)| json!({"edges": e, "pairs": p, "items": i})).collect::<Vec<_>>()
     });
-    let stdout = run_python("ontology_reference.py", &input.to_string());
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), cases.len());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ontology_reference.py");
+    let answers = json_lines(&run(&python, &script, &[], input.to_string().as_bytes()));
+    assert_eq!(answers.len(), cases.len());
     let mut multi_root = 0;
     let mut values = std::collections::BTreeSet::new();
-    for ((edges, pairs, items), line) in cases.iter().zip(lines) {
-        let reference: Value = serde_json::from_str(line).expect("json from python");
+    for ((edges, pairs, items), reference) in cases.iter().zip(&answers) {
         let tax = Taxonomy::from_edges(
             edges
                 .iter()

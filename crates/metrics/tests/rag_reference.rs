@@ -13,55 +13,15 @@
 //! `OLOPROOF_REQUIRE_REFERENCES=1`.
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 
 use oloproof_metrics::rag::ann::{exact_neighbours, Distance};
 use oloproof_metrics::rag::context::{nugget_scores, Assignment, Importance};
 use oloproof_metrics::rag::filters::predicate_scores;
 use oloproof_metrics::rag::freshness::parse_rfc3339;
 use oloproof_metrics::rag::npy::{parse_npy, Matrix};
-use serde_json::{json, Value};
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-#[allow(clippy::print_stderr)]
-fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the numpy/scikit-learn RAG comparison: OLOPROOF_REFERENCE_PYTHON \
-                 is not set (scripts/test sets it)"
-            );
-            None
-        }
-    }
-}
+use oloproof_reference::{reference_python, run_json, SplitMix64};
+use serde_json::json;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
@@ -69,7 +29,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn rag_metrics_match_numpy_sklearn_nuggetizer_and_datetime() {
-    let Some(python) = reference_python() else {
+    let Some(python) = reference_python("numpy/scikit-learn RAG comparison") else {
         return;
     };
     let mut rng = SplitMix64(0x00a9_5eed);
@@ -169,27 +129,8 @@ fn rag_metrics_match_numpy_sklearn_nuggetizer_and_datetime() {
         "timestamps": timestamps,
     });
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/rag_reference.py");
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "rag_reference.py failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference: Value = serde_json::from_slice(&output.stdout).expect("json from python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rag_reference.py");
+    let reference = run_json(&python, &script, &[], &input);
 
     // .npy: our reading of numpy's files equals the values numpy was given (cast to the dtype).
     for (name, dtype, _, rows, cols, values) in &arrays {

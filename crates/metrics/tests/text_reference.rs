@@ -8,11 +8,10 @@
 //! in which case it fails. Strings travel as hex-encoded UTF-8, one case per line; F1 values
 //! must agree to the last bit (same arithmetic in the same order).
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use oloproof_metrics::text::{exact_match, normalize_answer, token_f1};
+use oloproof_reference::{reference_python, run, SplitMix64};
 
 const FRAGMENTS: &[&str] = &[
     "a",
@@ -106,23 +105,6 @@ const FRAGMENTS: &[&str] = &[
     "~",
 ];
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a fixed, dependency-free stream.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn random_answer(rng: &mut SplitMix64) -> String {
     let len = rng.below(12);
     (0..len)
@@ -142,28 +124,9 @@ fn unhex(h: &str) -> String {
     String::from_utf8(bytes).expect("utf-8 from python")
 }
 
-#[allow(clippy::print_stderr)]
-fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the SQuAD reference comparison: OLOPROOF_REFERENCE_PYTHON is not \
-                 set (scripts/test sets it)"
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn squad_functions_match_the_official_script() {
-    let Some(python) = reference_python() else {
+    let Some(python) = reference_python("SQuAD reference comparison") else {
         return;
     };
     let mut rng = SplitMix64(0x005e_ed0f_5a0d);
@@ -182,28 +145,9 @@ fn squad_functions_match_the_official_script() {
         .map(|(p, r)| format!("{} {}\n", hex(p), hex(r)))
         .collect();
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/text_reference.py");
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(input.as_bytes())
-        .expect("write the cases to python");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "text_reference.py failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).expect("ascii from python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/text_reference.py");
+    let output = run(&python, &script, &[], input.as_bytes());
+    let stdout = String::from_utf8(output).expect("ascii from python");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), cases.len());
 

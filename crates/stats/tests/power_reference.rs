@@ -4,44 +4,15 @@
 //! `xtol = 1e-5`, ours at machine precision). Skipped with a note without
 //! `OLOPROOF_REFERENCE_PYTHON`, unless `OLOPROOF_REQUIRE_REFERENCES=1`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::Path;
 
+use oloproof_reference::{reference_python, run_lines, SplitMix64};
 use oloproof_stats::power::{cohen_h, power, sample_size, Design};
-use serde_json::{json, Value};
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-#[allow(clippy::print_stderr)]
-fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!("note: skipping the statsmodels power comparison: OLOPROOF_REFERENCE_PYTHON is not set");
-            None
-        }
-    }
-}
+use serde_json::json;
 
 #[test]
 fn power_and_sample_size_match_statsmodels() {
-    let Some(python) = reference_python() else {
+    let Some(python) = reference_python("statsmodels power comparison") else {
         return;
     };
     let mut rng = SplitMix64(0x90e7);
@@ -83,33 +54,8 @@ fn power_and_sample_size_match_statsmodels() {
         cases.push(case);
         designs.push(design);
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/power_reference.py");
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(input.as_bytes())
-        .expect("write");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "power_reference.py failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let answers: Vec<Value> = String::from_utf8(output.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    assert_eq!(answers.len(), cases.len());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/power_reference.py");
+    let answers = run_lines(&python, &script, &cases);
     let mut solved = 0;
     let mut compared = 0;
     for ((case, answer), design) in cases.iter().zip(&answers).zip(&designs) {

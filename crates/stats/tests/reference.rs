@@ -9,10 +9,9 @@
 //! The bootstrap has no reference (no other implementation shares our random stream); its
 //! properties are tested in `src/bootstrap.rs` and `src/paired.rs`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::Path;
 
+use oloproof_reference::{reference_python, run_json};
 use oloproof_stats::{
     clopper_pearson, holm, paired_proportion_difference, paired_t_test, randomization_test, wilson,
     PairedCounts,
@@ -24,52 +23,11 @@ use serde_json::{json, Value};
 const RELATIVE: f64 = 1e-9;
 const ABSOLUTE: f64 = 1e-15;
 
-/// The reference interpreter, or `None` (after a note) when references are optional and absent.
-#[allow(clippy::print_stderr)]
-fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
-        _ => {
-            let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").is_ok_and(|v| v == "1");
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            eprintln!(
-                "note: skipping the scipy reference comparison: OLOPROOF_REFERENCE_PYTHON is not \
-                 set (scripts/test sets it)"
-            );
-            None
-        }
-    }
-}
-
 /// Run `reference.py` on `{name: inputs}` and return the answers for `name`.
 fn reference(name: &str, inputs: &Value) -> Option<Vec<Value>> {
-    let python = reference_python()?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference.py");
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-    let request = json!({ name: inputs }).to_string();
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(request.as_bytes())
-        .expect("write the inputs to python");
-    let output = child.wait_with_output().expect("wait for python");
-    assert!(
-        output.status.success(),
-        "reference.py failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let mut answers: Value = serde_json::from_slice(&output.stdout).expect("python's JSON output");
+    let python = reference_python("scipy reference comparison")?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference.py");
+    let mut answers = run_json(&python, &script, &[], &json!({ name: inputs }));
     match answers[name].take() {
         Value::Array(rows) => Some(rows),
         other => panic!("no {name} in the answers: {other}"),

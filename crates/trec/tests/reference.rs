@@ -10,10 +10,10 @@ mod common;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::Parser;
 use oloproof_metrics::ranking::{Compat, MeasureSet};
+use oloproof_reference::{run, SplitMix64};
 use oloproof_trec::cli::TrecArgs;
 
 #[derive(Parser)]
@@ -22,39 +22,25 @@ struct Cmd {
     trec: TrecArgs,
 }
 
-#[allow(clippy::print_stderr)] // the skip note the brief asks for
 fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("OLOPROOF_REFERENCE_PYTHON") {
-        Some(p) => Some(PathBuf::from(p)),
-        None if std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1") => {
-            panic!("OLOPROOF_REFERENCE_PYTHON is not set but OLOPROOF_REQUIRE_REFERENCES=1")
-        }
-        None => {
-            eprintln!("skipping: OLOPROOF_REFERENCE_PYTHON is not set (run scripts/test)");
-            None
-        }
-    }
+    oloproof_reference::reference_python("pytrec_eval comparison")
 }
 
 type PerTopic = HashMap<String, HashMap<String, f64>>;
 
-fn pytrec(python: &Path, qrels: &Path, run: &Path, level: i64, judged_only: bool) -> PerTopic {
+fn pytrec(python: &Path, qrels: &Path, run_file: &Path, level: i64, judged_only: bool) -> PerTopic {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/pytrec_reference.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(qrels)
-        .arg(run)
-        .arg(level.to_string())
-        .arg(if judged_only { "1" } else { "0" })
-        .output()
-        .expect("run the reference interpreter");
-    assert!(
-        out.status.success(),
-        "pytrec_eval failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let level = level.to_string();
+    let judged_only = if judged_only { "1" } else { "0" };
+    let args = [
+        qrels.as_os_str(),
+        run_file.as_os_str(),
+        level.as_ref(),
+        judged_only.as_ref(),
+    ];
+    let out = run(python, &script, &args, b"");
     let raw: HashMap<String, HashMap<String, Option<f64>>> =
-        serde_json::from_slice(&out.stdout).expect("reference JSON");
+        serde_json::from_slice(&out).expect("reference JSON");
     raw.into_iter()
         .map(|(t, m)| {
             (
@@ -165,30 +151,11 @@ fn robust03_runs_match_pytrec_eval() {
     assert!(report.is_empty(), "{report}");
 }
 
-/// SplitMix64: a tiny deterministic generator for the randomized cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Writes a random qrels/run pair: graded levels (with a few pooled-unjudged `-1`), topics
 /// without relevant documents, topics only in the qrels or only in the run, and scores with
 /// exact ties and near-ties below 32-bit precision.
 fn random_case(seed: u64, dir: &Path) -> (PathBuf, PathBuf) {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64(seed);
     let mut qrels = String::new();
     let mut run = String::new();
     let doc = |i: u64| -> String {
@@ -198,18 +165,18 @@ fn random_case(seed: u64, dir: &Path) -> (PathBuf, PathBuf) {
             _ => format!("d{}", i * 7),
         }
     };
-    let topics = 5 + rng.below(25);
+    let topics = 5 + rng.below_u64(25);
     for t in 0..topics {
         let qid = format!("{}", 100 + t * 3);
-        let pool = 20 + rng.below(200);
-        let style = rng.below(5);
+        let pool = 20 + rng.below_u64(200);
+        let style = rng.below_u64(5);
         for d in 0..pool {
-            if rng.below(3) != 0 {
+            if rng.below_u64(3) != 0 {
                 continue;
             }
             let rel = match style {
                 0 => 0, // no relevant documents
-                _ => match rng.below(20) {
+                _ => match rng.below_u64(20) {
                     0 => -1,
                     1..=10 => 0,
                     11..=15 => 1,
@@ -219,27 +186,27 @@ fn random_case(seed: u64, dir: &Path) -> (PathBuf, PathBuf) {
             };
             let _ = writeln!(qrels, "{qid} 0 {} {rel}", doc(d));
         }
-        if rng.below(6) == 0 {
+        if rng.below_u64(6) == 0 {
             continue; // qrels-only topic
         }
-        let n = 1 + rng.below(pool + 20);
+        let n = 1 + rng.below_u64(pool + 20);
         let mut docs: Vec<u64> = (0..pool + 40).collect();
         for i in 0..docs.len() {
-            let j = i + rng.below((docs.len() - i) as u64) as usize;
+            let j = i + rng.below_u64((docs.len() - i) as u64) as usize;
             docs.swap(i, j);
         }
-        let score_style = rng.below(4);
+        let score_style = rng.below_u64(4);
         for (rank, &d) in docs.iter().take(n as usize).enumerate() {
             let score = match score_style {
-                0 => rng.below(5) as f64,                      // heavy ties
-                1 => 10.0 + (rng.below(3) as f64) * 1e-9,      // ties only at 32 bits
+                0 => rng.below_u64(5) as f64,                  // heavy ties
+                1 => 10.0 + (rng.below_u64(3) as f64) * 1e-9,  // ties only at 32 bits
                 2 => (rng.unit() * 100.0 * 1e6).round() / 1e6, // mostly distinct
                 _ => -(rank as f64) / 7.0,                     // rank-derived
             };
             let _ = writeln!(run, "{qid} Q0 {} {rank} {score} rnd{seed}", doc(d));
         }
     }
-    for extra in 0..rng.below(3) {
+    for extra in 0..rng.below_u64(3) {
         let _ = writeln!(run, "999{extra} Q0 X 1 1.0 rnd{seed}");
     }
     let q = dir.join(format!("qrels.{seed}"));
