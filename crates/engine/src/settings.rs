@@ -192,6 +192,36 @@ pub fn connector_spec(
     }
 }
 
+/// The interpreter a Python name resolves to (`sys.executable`), asked once per process and
+/// name. Version managers such as pyenv put a shell script in front of `python3`; starting
+/// every worker through it costs tens of milliseconds of CPU each. If the question fails, the
+/// name is used as given (and a failure to start is reported when the worker starts).
+fn resolve_python(name: &str, cwd: &Path) -> String {
+    static RESOLVED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, String>>,
+    > = std::sync::OnceLock::new();
+    let cache = RESOLVED.get_or_init(Default::default);
+    if let Some(found) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
+        return found;
+    }
+    let resolved = std::process::Command::new(name)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty() && Path::new(s).is_absolute())
+        .unwrap_or_else(|| name.to_string());
+    if let Ok(mut c) = cache.lock() {
+        c.insert(name.to_string(), resolved.clone());
+    }
+    resolved
+}
+
 /// The command that starts one worker, and its hello params.
 pub fn worker_options(
     options: &ProjectOptions,
@@ -220,11 +250,13 @@ pub fn worker_options(
         }
     }
     let command = if let Some(object) = &rag.object {
-        let python = rag
-            .python
-            .clone()
-            .or_else(|| std::env::var(ENV_PYTHON).ok())
-            .unwrap_or_else(|| "python3".to_string());
+        let python = resolve_python(
+            &rag.python
+                .clone()
+                .or_else(|| std::env::var(ENV_PYTHON).ok())
+                .unwrap_or_else(|| "python3".to_string()),
+            &config_dir_abs,
+        );
         let mut pythonpath = format!("{}:{}", shim_dir.display(), config_dir_abs.display());
         if let Ok(existing) = std::env::var("PYTHONPATH") {
             if !existing.is_empty() {
