@@ -14,5 +14,5 @@ pub(crate) const INCOMPLETE: u8 = 4;
 pub(crate) const HELP: &str = "Exit codes:
   0  success (or the gate passed)
   2  usage or configuration error: bad flags, invalid oloproof.yaml or case file, unknown run
-  3  gate blocked
+  3  gate blocked (a comparison's gate, or a judge that failed its calibration)
   4  run incomplete: more errors than --max-error-rate allows, or the system or store failed";
