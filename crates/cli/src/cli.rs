@@ -43,6 +43,8 @@ pub(crate) enum Command {
     Trec(TrecArgs),
     /// Fuse several run files into one (RRF, CombSUM, …).
     Fuse(FuseArgs),
+    /// Write a run's finished cases as a Ragas dataset (JSONL), e.g. for `run --dataset`.
+    Export(crate::export_cmd::ExportArgs),
 }
 
 /// Where the config (and so the store) is.
@@ -81,6 +83,21 @@ pub(crate) struct RunArgs {
     /// Print the number of judge calls and an estimated token count, then stop: nothing is sent.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Evaluate recorded cases (Ragas or trace JSONL) instead of running the system.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub(crate) dataset: Option<PathBuf>,
+    /// The dataset's format (default: detected from its first record).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub(crate) dataset_format: Option<DatasetFormatArg>,
+}
+
+/// Formats of `run --dataset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DatasetFormatArg {
+    /// Ragas `EvaluationDataset` JSONL (`user_input`, `retrieved_contexts`, `response`, …).
+    Ragas,
+    /// Oloproof's trace JSONL (a case plus `retrieval`, `context`, `answer`, `citations`).
+    Trace,
 }
 
 #[derive(Debug, Args)]

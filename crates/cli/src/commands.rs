@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 
 use oloproof_core::case::{load_cases, Case};
 use oloproof_core::config::{load_config, ConfigError, ProjectConfig};
+use oloproof_core::dataset::{load_dataset, DatasetFormat};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::CriterionVerdict;
+use oloproof_engine::recorded::start_recorded_run;
 use oloproof_engine::run::{resume_run, start_run, summarize_stored, RunFlags};
 use oloproof_engine::summary::{CacheCounts, RunSummary};
 use oloproof_engine::EngineError;
@@ -76,6 +78,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Compare(args) => crate::compare_cmd::compare(args),
         Command::Calibrate(args) => calibrate(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
+        Command::Export(args) => crate::export_cmd::export(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;
@@ -160,17 +163,40 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         max_cost: args.max_cost,
     };
     let mut progress = Progress::for_terminal();
-    let config = load(&args.location, args.dir.as_deref(), &args.overrides)?;
+    let config = match &args.dataset {
+        Some(file) => oloproof_core::config::load_config_for_dataset(
+            &config_path(&args.location, args.dir.as_deref())?,
+            &args.overrides,
+            &std::path::absolute(file)?,
+        )?,
+        None => load(&args.location, args.dir.as_deref(), &args.overrides)?,
+    };
     oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
     if args.dry_run {
         return dry_run(&config);
     }
     let outcome = match &args.resume {
         Some(run_id) => resume_run(&config.store_path(), run_id, flags, &mut progress),
-        None => {
-            let cases: Vec<Case> = load_cases(&config.cases_path()).map_err(EngineError::from)?;
-            start_run(&config, &cases, flags, &mut progress)
-        }
+        None => match config.dataset_path() {
+            Some(path) => {
+                let format = args.dataset_format.map(|f| match f {
+                    crate::cli::DatasetFormatArg::Ragas => DatasetFormat::Ragas,
+                    crate::cli::DatasetFormatArg::Trace => DatasetFormat::Trace,
+                });
+                let dataset = load_dataset(&path, format).map_err(EngineError::from)?;
+                let mut err = std::io::stderr().lock();
+                for warning in &dataset.warnings {
+                    writeln!(err, "warning: {warning}")?;
+                }
+                drop(err);
+                start_recorded_run(&config, &dataset, flags, &mut progress)
+            }
+            None => {
+                let cases: Vec<Case> =
+                    load_cases(&config.cases_path()).map_err(EngineError::from)?;
+                start_run(&config, &cases, flags, &mut progress)
+            }
+        },
     };
     progress.finish();
     let outcome = outcome?;
@@ -454,7 +480,15 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
 
 /// `oloproof run --dry-run`: judge calls and estimated tokens, nothing sent.
 fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
-    let cases: Vec<Case> = load_cases(&config.cases_path()).map_err(EngineError::from)?;
+    let cases: Vec<Case> = match config.dataset_path() {
+        Some(path) => load_dataset(&path, None)
+            .map_err(EngineError::from)?
+            .records
+            .into_iter()
+            .map(|r| r.case)
+            .collect(),
+        None => load_cases(&config.cases_path()).map_err(EngineError::from)?,
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

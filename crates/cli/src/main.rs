@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod compare_cmd;
 mod exit_codes;
+mod export_cmd;
 mod metric_cmd;
 mod progress;
 

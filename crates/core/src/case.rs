@@ -331,7 +331,7 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
     }
 }
 
-fn strip_position(message: &str) -> String {
+pub(crate) fn strip_position(message: &str) -> String {
     message
         .split(" at line ")
         .next()
@@ -339,12 +339,12 @@ fn strip_position(message: &str) -> String {
         .to_string()
 }
 
-fn first_col(line: &str) -> usize {
+pub(crate) fn first_col(line: &str) -> usize {
     line.chars().take_while(|c| c.is_whitespace()).count() + 1
 }
 
 /// 1-based column of `"key"` in a JSON line (first occurrence), else the line start.
-fn key_column(line: &str, key: &str) -> usize {
+pub(crate) fn key_column(line: &str, key: &str) -> usize {
     let needle = format!("\"{key}\"");
     line.find(&needle)
         .map(|b| line[..b].chars().count() + 1)

@@ -16,9 +16,15 @@ use crate::source::{did_you_mean, yaml_scalar, Origin, SourceError, YamlDocument
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectOptions {
-    /// The system under test.
-    pub system: SystemOptions,
-    /// Path of the case file (JSONL), relative to the config's folder.
+    /// The system under test (exactly one of `system` and `dataset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemOptions>,
+    /// A recorded dataset (Ragas or trace JSONL) evaluated instead of running a system,
+    /// relative to the config's folder (exactly one of `system` and `dataset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// Path of the case file (JSONL), relative to the config's folder (required with `system`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cases: String,
     /// Evaluators, in table order.
     #[serde(default)]
@@ -45,6 +51,28 @@ pub struct ProjectOptions {
     /// declared before measuring (`oloproof calibrate`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub calibration: std::collections::BTreeMap<String, CalibrationOptions>,
+}
+
+/// No connector options: what a dataset-only config reads as its `system.rag`.
+static NO_RAG: RagOptions = RagOptions {
+    object: None,
+    command: None,
+    http: None,
+    depth: None,
+    top_k: None,
+    token_budget: None,
+    index_version: None,
+    workers: None,
+    timeout_s: None,
+    python: None,
+    params: None,
+};
+
+impl ProjectOptions {
+    /// `system.rag`, or empty options when the config names a dataset instead of a system.
+    pub fn rag(&self) -> &RagOptions {
+        self.system.as_ref().map_or(&NO_RAG, |s| &s.rag)
+    }
 }
 
 /// `calibration.<judge>`: what a judge must reach against human labels.
@@ -486,6 +514,11 @@ pub struct ProjectConfig {
 }
 
 impl ProjectConfig {
+    /// Path of the recorded dataset, when the config evaluates one instead of a system.
+    pub fn dataset_path(&self) -> Option<PathBuf> {
+        self.options.dataset.as_ref().map(|d| self.dir.join(d))
+    }
+
     /// Absolute-or-relative path of the case file.
     pub fn cases_path(&self) -> PathBuf {
         self.dir.join(&self.options.cases)
@@ -567,6 +600,24 @@ pub fn apply_override(value: &mut Value, assignment: &str) -> Result<(), SourceE
 
 /// Loads `path`, applies `overrides` in order and validates the result.
 pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, ConfigError> {
+    load_config_inner(path, overrides, None)
+}
+
+/// Loads `path` like [`load_config`], but evaluates the recorded `dataset` (`run --dataset`)
+/// instead of the file's `system:`/`dataset:` (its `cases:` is ignored too).
+pub fn load_config_for_dataset(
+    path: &Path,
+    overrides: &[String],
+    dataset: &Path,
+) -> Result<ProjectConfig, ConfigError> {
+    load_config_inner(path, overrides, Some(dataset))
+}
+
+fn load_config_inner(
+    path: &Path,
+    overrides: &[String],
+    dataset: Option<&Path>,
+) -> Result<ProjectConfig, ConfigError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: shown.clone(),
@@ -576,6 +627,14 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
     let mut value = doc.value.clone();
     for assignment in overrides {
         apply_override(&mut value, assignment)?;
+    }
+    if let (Some(dataset), Value::Object(obj)) = (dataset, &mut value) {
+        obj.remove("system");
+        obj.remove("cases");
+        obj.insert(
+            "dataset".to_string(),
+            Value::String(dataset.display().to_string()),
+        );
     }
     let options = validate(&doc, &value, overrides)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -636,7 +695,33 @@ pub fn validate(
         let key = e.key_path.clone().unwrap_or_default();
         attribute(e, overrides, &key)
     })?;
-    let rag = &options.system.rag;
+    match (&options.system, &options.dataset) {
+        (Some(_), Some(_)) => {
+            let mut err = doc.error_at("dataset", false, "both `system` and `dataset` are set");
+            err.key_path = Some("dataset".to_string());
+            err.expected = Some(
+                "exactly one of `system:` (run a system over `cases:`) or `dataset:` (evaluate recorded answers)".to_string(),
+            );
+            return Err(attribute(err, overrides, "dataset"));
+        }
+        (None, None) => {
+            let mut err = doc.error_at("", false, "missing key `system`");
+            err.key_path = Some("system".to_string());
+            err.help = Some(
+                "add `system:` (the system to run), or `dataset: FILE` (recorded answers)"
+                    .to_string(),
+            );
+            return Err(err);
+        }
+        (Some(_), None) if options.cases.is_empty() => {
+            let mut err = doc.error_at("", false, "missing key `cases`");
+            err.key_path = Some("cases".to_string());
+            err.help = Some("add `cases:` here".to_string());
+            return Err(attribute(err, overrides, "cases"));
+        }
+        _ => {}
+    }
+    let rag = options.rag();
     let connectors = [
         rag.object.is_some(),
         rag.command.is_some(),
@@ -645,7 +730,7 @@ pub fn validate(
     .iter()
     .filter(|b| **b)
     .count();
-    if connectors != 1 {
+    if options.system.is_some() && connectors != 1 {
         let mut err = doc.error_at(
             "system.rag",
             false,
@@ -923,7 +1008,7 @@ min_slice_support: 4
     #[test]
     fn the_seed_example_loads() {
         let o = load(EXAMPLE, &[]).unwrap();
-        assert_eq!(o.system.rag.top_k, Some(2));
+        assert_eq!(o.rag().top_k, Some(2));
         let names: Vec<String> = o
             .evaluators
             .iter()
@@ -948,8 +1033,8 @@ min_slice_support: 4
             &["system.rag.top_k=4", "system.rag.index_version=kb-2"],
         )
         .unwrap();
-        assert_eq!(o.system.rag.top_k, Some(4));
-        assert_eq!(o.system.rag.index_version.as_deref(), Some("kb-2"));
+        assert_eq!(o.rag().top_k, Some(4));
+        assert_eq!(o.rag().index_version.as_deref(), Some("kb-2"));
     }
 
     #[test]
@@ -982,6 +1067,23 @@ min_slice_support: 4
         let err = load(&text, &[]).unwrap_err();
         assert_eq!(err.help.as_deref(), Some("did you mean `hit_rate`?"));
         assert_eq!(err.location(), "oloproof.yaml:14:12");
+    }
+
+    #[test]
+    fn dataset_replaces_system_and_cases() {
+        let text = "dataset: recorded.jsonl\nevaluators:\n  - type: contains\n";
+        let o = load(text, &[]).unwrap();
+        assert_eq!(o.dataset.as_deref(), Some("recorded.jsonl"));
+        assert!(o.system.is_none());
+        assert_eq!(o.rag().top_k, None);
+        let both = format!("{EXAMPLE}dataset: recorded.jsonl\n");
+        let err = load(&both, &[]).unwrap_err();
+        assert_eq!(err.message, "both `system` and `dataset` are set");
+        assert!(err
+            .location()
+            .ends_with(&format!(":{}:1", both.lines().count())));
+        let neither = load("evaluators: []\n", &[]).unwrap_err();
+        assert_eq!(neither.message, "missing key `system`");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! - [`config`]: `oloproof.yaml`, validated with source spans ([`source::SourceError`] points at
 //!   `file:line:col`, names the key path and suggests a fix).
 //! - [`case`]: the case set (JSONL), validated before anything runs.
+//! - [`dataset`]: recorded cases (Ragas or trace JSONL): a case and what the system did.
 //! - [`passage`], [`context`]: what a system retrieved and the context assembled from it.
 //! - [`trace`], [`verdict`]: what one case did and how each criterion judged it.
 //! - [`identity`]: canonical JSON and the sha256 content hashes behind every id and cache key.
@@ -19,6 +20,7 @@
 pub mod case;
 pub mod config;
 pub mod context;
+pub mod dataset;
 pub mod identity;
 pub mod passage;
 pub mod source;

@@ -287,6 +287,10 @@ fn run_child(
     recorded: &HashMap<String, Retrieval>,
     observer: &mut dyn RunObserver,
 ) -> Result<(String, CacheCounts), EngineError> {
+    let recorded = &crate::run::Recorded {
+        retrievals: recorded.clone(),
+        traces: HashMap::new(),
+    };
     let run_id = format!("run_{}", ulid::Ulid::new());
     let rows: Vec<(String, String)> = cases
         .iter()
@@ -312,9 +316,35 @@ fn run_child(
     })?;
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     let outcome = execute_pending(
-        store, store_path, &run_id, &settings, options, None, 1.0, recorded, None, observer,
+        store,
+        store_path,
+        &run_id,
+        &settings,
+        Some(options),
+        None,
+        1.0,
+        recorded,
+        None,
+        observer,
     )?;
     Ok((run_id, outcome.summary.cache))
+}
+
+/// Why `kind` cannot run on a run of recorded cases.
+fn recorded_refusal(run_id: &str, dataset: &str, kind: &InterventionKind) -> String {
+    match kind {
+        InterventionKind::GoldContext => format!(
+            "{run_id} evaluated recorded cases ({dataset}); recorded runs cannot be re-executed, \
+             and the {} intervention (and its control) re-executes the system",
+            kind.describe()
+        ),
+        _ => format!(
+            "{run_id} evaluated recorded cases ({dataset}); the {} intervention replays the \
+             recorded candidates but needs a generator to answer again, and a recorded dataset \
+             has none (its control re-executes too); run the system with `system:` to diagnose",
+            kind.describe()
+        ),
+    }
 }
 
 /// Runs a diagnosis of `run_id`'s failures on `criterion` under `kind`.
@@ -330,6 +360,13 @@ pub fn diagnose(
     if parent.settings.intervention.is_some() {
         return Err(EngineError::Usage(format!(
             "{run_id} is itself a child run of a diagnosis; diagnose its parent"
+        )));
+    }
+    if let Some(dataset) = &parent.settings.dataset {
+        return Err(EngineError::Usage(recorded_refusal(
+            run_id,
+            &dataset.path.display().to_string(),
+            &kind,
         )));
     }
     let Some((_, summary_kind)) = parent.criteria.iter().find(|(c, _)| c == criterion) else {

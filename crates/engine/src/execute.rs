@@ -93,6 +93,8 @@ pub struct CaseMode<'a> {
     pub intervention: Option<&'a Intervention>,
     /// The retrieval to replay instead of calling `retrieve`.
     pub recorded: Option<&'a Retrieval>,
+    /// A recorded dataset's trace, returned as it is: no connection, no cache.
+    pub trace: Option<&'a Trace>,
 }
 
 /// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
@@ -103,6 +105,9 @@ pub fn execute_case(
     cache: &CacheReader<'_>,
     mode: CaseMode<'_>,
 ) -> (Trace, Vec<CacheWrite>) {
+    if let Some(recorded) = mode.trace {
+        return (recorded.clone(), Vec::new());
+    }
     let exec_key = execution_key(system, case);
     let cached = if mode.intervention.is_none() {
         cache.get(layer::EXECUTION, &exec_key)

@@ -122,10 +122,11 @@ pub fn start_run(
         config_dir: config.dir.clone(),
         options: config.options.clone(),
         system,
-        workers: worker_count(&config.options.system.rag),
-        timeout_s: timeout(&config.options.system.rag),
+        workers: worker_count(config.options.rag()),
+        timeout_s: timeout(config.options.rag()),
         use_cache: !flags.no_cache,
         intervention: None,
+        dataset: None,
     };
     let run_id = format!("run_{}", ulid::Ulid::new());
     let case_rows: Vec<(String, String)> = cases
@@ -163,10 +164,10 @@ pub fn start_run(
         &store_path,
         &run_id,
         &settings,
-        options,
+        Some(options),
         Some(first),
         max_error_rate,
-        &std::collections::HashMap::new(),
+        &Recorded::default(),
         flags.max_cost,
         observer,
     )
@@ -196,6 +197,12 @@ pub fn resume_run(
             reason: "it is a child run of a diagnosis; run the diagnosis again".into(),
         });
     }
+    if settings.dataset.is_some() {
+        return Err(EngineError::NotResumable {
+            run_id: run_id.to_string(),
+            reason: "it evaluated a recorded dataset; run `oloproof run --dataset` again".into(),
+        });
+    }
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     store.reopen_run(run_id)?;
     let max_error_rate = flags
@@ -206,10 +213,10 @@ pub fn resume_run(
         store_path,
         run_id,
         &settings,
-        options,
+        Some(options),
         None,
         max_error_rate,
-        &std::collections::HashMap::new(),
+        &Recorded::default(),
         flags.max_cost,
         observer,
     )
@@ -372,16 +379,37 @@ pub fn load_run(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, EngineEr
     })
 }
 
-/// A connection started on first use and restarted by the connection itself after failures.
+/// What a run replays instead of calling the system: retrievals recorded by a parent run
+/// (diagnosis replays), or whole traces of a recorded dataset, by case id.
+#[derive(Default)]
+pub(crate) struct Recorded {
+    /// Retrievals to replay.
+    pub(crate) retrievals: std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
+    /// Traces to return as they are (recorded datasets).
+    pub(crate) traces: std::collections::HashMap<String, Trace>,
+}
+
+/// A connection started on first use and restarted by the connection itself after failures;
+/// without options (recorded datasets) there is no system to connect to.
 struct LazyConnection {
-    options: ConnectorSpec,
+    options: Option<ConnectorSpec>,
     conn: Option<Box<dyn SystemConnection>>,
 }
 
 impl ConnectionSource for LazyConnection {
     fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
         if self.conn.is_none() {
-            self.conn = Some(self.options.connect()?);
+            let Some(options) = &self.options else {
+                return Err(StageError {
+                    stage: "connect".into(),
+                    kind: ErrorKind::Spawn,
+                    error_type: None,
+                    message: "a recorded dataset has no system to call".into(),
+                    traceback: None,
+                    stderr_tail: Vec::new(),
+                });
+            };
+            self.conn = Some(options.connect()?);
         }
         Ok(self.conn.as_deref_mut().expect("connection set above"))
     }
@@ -463,10 +491,10 @@ pub(crate) fn execute_pending(
     store_path: &Path,
     run_id: &str,
     settings: &RunSettings,
-    options: ConnectorSpec,
+    options: Option<ConnectorSpec>,
     first: Option<Box<dyn SystemConnection>>,
     max_error_rate: f64,
-    recorded: &std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
+    recorded: &Recorded,
     max_cost: Option<f64>,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
@@ -540,7 +568,8 @@ pub(crate) fn execute_pending(
                             &cache,
                             crate::execute::CaseMode {
                                 intervention: settings.intervention.as_ref(),
-                                recorded: recorded.get(&case.id),
+                                recorded: recorded.retrievals.get(&case.id),
+                                trace: recorded.traces.get(&case.id),
                             },
                         );
                         let mut judgment = crate::summary::HitMiss::default();
@@ -618,7 +647,10 @@ pub(crate) fn execute_pending(
                     continue;
                 }
                 for f in &batch {
-                    counts.execution.record(f.trace.cache.execution);
+                    if recorded.traces.is_empty() {
+                        // Recorded datasets neither read nor write the execution cache.
+                        counts.execution.record(f.trace.cache.execution);
+                    }
                     if let Some(hit) = f.trace.cache.retrieve {
                         counts.retrieve.record(hit);
                     }

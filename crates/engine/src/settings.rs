@@ -42,7 +42,7 @@ pub struct SystemSettings {
 impl SystemSettings {
     /// Merges the config's `rag` options over the system's hello.
     pub fn resolve(options: &ProjectOptions, info: &SystemInfo) -> Result<Self, String> {
-        let rag = &options.system.rag;
+        let rag = options.rag();
         let d = &info.defaults;
         let usize_default = |k: &str| d.get(k).and_then(Value::as_u64).map(|v| v as usize);
         let depth = rag.depth.or_else(|| usize_default("depth"));
@@ -69,13 +69,13 @@ impl SystemSettings {
         Ok(SystemSettings {
             name: options
                 .system
-                .name
-                .clone()
+                .as_ref()
+                .and_then(|s| s.name.clone())
                 .unwrap_or_else(|| info.name.clone()),
             version: options
                 .system
-                .version
-                .clone()
+                .as_ref()
+                .and_then(|s| s.version.clone())
                 .unwrap_or_else(|| info.version.clone()),
             depth,
             top_k,
@@ -144,11 +144,34 @@ pub struct RunSettings {
     /// For a child run of a diagnosis: the intervention it runs under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervention: Option<Intervention>,
+    /// For a run of recorded cases: the dataset it read (there is no system to call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetSettings>,
+}
+
+/// The recorded dataset a run evaluated.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DatasetSettings {
+    /// The file as given.
+    pub path: PathBuf,
+    /// `ragas` or `trace`.
+    pub format: oloproof_core::dataset::DatasetFormat,
+    /// sha256 (hex) of the file.
+    pub sha256: String,
 }
 
 impl RunSettings {
     /// Identity hash of the run's configuration (system, evaluators, case file name).
     pub fn identity(&self) -> String {
+        if let Some(dataset) = &self.dataset {
+            return content_hash(&json!({
+                "system": self.system.execution_identity(),
+                "evaluators": self.options.evaluators,
+                "slices": self.options.slices,
+                "intervention": self.intervention,
+                "dataset": dataset,
+            }));
+        }
         content_hash(&json!({
             "system": self.system.execution_identity(),
             "evaluators": self.options.evaluators,
@@ -182,7 +205,7 @@ pub fn connector_spec(
     shim_dir: &Path,
 ) -> ConnectorSpec {
     let worker = worker_options(options, config_dir, shim_dir);
-    match &options.system.rag.http {
+    match &options.rag().http {
         Some(url) => ConnectorSpec::Http(HttpOptions {
             url: url.clone(),
             timeout: worker.timeout,
@@ -228,7 +251,7 @@ pub fn worker_options(
     config_dir: &Path,
     shim_dir: &Path,
 ) -> WorkerOptions {
-    let rag = &options.system.rag;
+    let rag = options.rag();
     let config_dir_abs =
         std::fs::canonicalize(config_dir).unwrap_or_else(|_| config_dir.to_path_buf());
     let mut params = Map::new();

@@ -1,0 +1,120 @@
+//! `oloproof run --dataset`: evaluating recorded cases, with no system to run.
+//!
+//! Each record of a [`Dataset`] already holds what the system did; the run is an ordinary
+//! stored run whose executions are the recorded traces. The pool, the judges, the judgment cache
+//! and the group commit are those of [`crate::run`]: [`execute_pending`] is given no connector
+//! and the traces by case id, which [`crate::execute::execute_case`] returns as they are (the
+//! execution cache is neither read nor written). The settings record the dataset
+//! (`{path, format, sha256}`) instead of a system; the system identity shown in summaries is the
+//! file's name with `sha256:` and the first 12 hex digits of its hash.
+
+use std::path::PathBuf;
+
+use oloproof_core::config::ProjectConfig;
+use oloproof_core::dataset::Dataset;
+use oloproof_store::{NewRun, SqliteStore};
+use serde_json::json;
+
+use crate::run::{execute_pending, Recorded, RunFlags, RunObserver, RunOutcome};
+use crate::settings::{
+    worker_count, DatasetSettings, RunSettings, SystemSettings, DEFAULT_TIMEOUT_S,
+};
+use crate::EngineError;
+
+/// Starts a new run of `config` over the recorded `records` (`config.options.dataset` names
+/// the file they came from).
+pub fn start_recorded_run(
+    config: &ProjectConfig,
+    records: &Dataset,
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let store_path = config.store_path();
+    let mut store = SqliteStore::open(&store_path)?;
+    let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dataset".to_string());
+    let depth = records
+        .records
+        .iter()
+        .filter_map(|r| r.trace.retrieval.as_ref().map(|x| x.candidates.len()))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let system = SystemSettings {
+        name,
+        version: format!("sha256:{}", &records.sha256[..12.min(records.sha256.len())]),
+        depth,
+        top_k: depth,
+        token_budget: None,
+        index_version: None,
+        params: Default::default(),
+    };
+    let settings = RunSettings {
+        config_path: config.path.clone(),
+        config_dir: config.dir.clone(),
+        options: config.options.clone(),
+        system,
+        workers: worker_count(config.options.rag()),
+        timeout_s: DEFAULT_TIMEOUT_S,
+        use_cache: !flags.no_cache,
+        intervention: None,
+        dataset: Some(DatasetSettings {
+            path,
+            format: records.format,
+            sha256: records.sha256.clone(),
+        }),
+    };
+    let run_id = format!("run_{}", ulid::Ulid::new());
+    let corrupt = |what: &str| {
+        let what = what.to_string();
+        move |source| EngineError::Corrupt { what, source }
+    };
+    let case_rows: Vec<(String, String)> = records
+        .records
+        .iter()
+        .map(|r| Ok((r.case.id.clone(), serde_json::to_string(&r.case)?)))
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(corrupt("a case"))?;
+    let settings_json = serde_json::to_string(&settings).map_err(corrupt("settings"))?;
+    let system_json = serde_json::to_string(&json!({
+        "name": settings.system.name,
+        "version": settings.system.version,
+        "dataset": settings.dataset,
+    }))
+    .map_err(corrupt("the dataset identity"))?;
+    store.create_run(&NewRun {
+        id: &run_id,
+        config_path: &config.path.display().to_string(),
+        settings_json: &settings_json,
+        identity: &settings.identity(),
+        system_json: &system_json,
+        parent: None,
+        cases: &case_rows,
+    })?;
+    let recorded = Recorded {
+        retrievals: Default::default(),
+        traces: records
+            .records
+            .iter()
+            .map(|r| (r.case.id.clone(), r.trace.clone()))
+            .collect(),
+    };
+    let max_error_rate = flags
+        .max_error_rate
+        .unwrap_or(config.options.max_error_rate);
+    execute_pending(
+        &mut store,
+        &store_path,
+        &run_id,
+        &settings,
+        None,
+        None,
+        max_error_rate,
+        &recorded,
+        flags.max_cost,
+        observer,
+    )
+}
