@@ -37,6 +37,8 @@ pub(crate) enum Command {
     Calibrate(CalibrateArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
+    /// Write a run, comparison or diagnosis as a self-contained HTML page, Markdown or JUnit XML.
+    Report(crate::report_cmd::ReportArgs),
     /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).
     Metric(crate::metric_cmd::MetricArgs),
     /// trec_eval-compatible ranking evaluation of run files against qrels.

@@ -79,6 +79,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Calibrate(args) => calibrate(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Export(args) => crate::export_cmd::export(args),
+        Command::Report(args) => crate::report_cmd::report(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;

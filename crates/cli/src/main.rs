@@ -8,6 +8,7 @@ mod exit_codes;
 mod export_cmd;
 mod metric_cmd;
 mod progress;
+mod report_cmd;
 
 use std::process::ExitCode;
 

@@ -11,6 +11,10 @@
 
 pub mod compare;
 pub mod diagnose;
+pub mod html;
+pub mod junit;
+pub mod markdown;
+pub mod svg;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table, TableComponent};
