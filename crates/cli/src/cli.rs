@@ -35,6 +35,8 @@ pub(crate) enum Command {
     /// Measure a judge's agreement with human labels before it may gate (Cohen's kappa, …).
     #[command(after_help = exit_codes::HELP)]
     Calibrate(CalibrateArgs),
+    /// Lost in the middle: re-generate with the gold passage first, middle and last among distractors.
+    LostInTheMiddle(LostInTheMiddleArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
     /// Write a run, comparison or diagnosis as a self-contained HTML page, Markdown or JUnit XML.
@@ -194,6 +196,26 @@ pub(crate) struct CalibrateArgs {
     /// The judged evaluator to calibrate.
     #[arg(long, default_value = "groundedness_judge")]
     pub(crate) evaluator: String,
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LostInTheMiddleArgs {
+    /// The run whose cases are re-generated (`run_…`).
+    pub(crate) run_id: String,
+    /// The pass/fail criterion compared across positions.
+    #[arg(long)]
+    pub(crate) criterion: String,
+    /// Non-relevant passages of the recorded retrieval around the gold passages.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) distractors: usize,
     /// Project folder holding oloproof.yaml (default: the current directory).
     #[arg(long)]
     pub(crate) dir: Option<PathBuf>,

@@ -16,7 +16,7 @@ use oloproof_store::{SqliteStore, StoreError};
 
 use crate::cli::{
     CalibrateArgs, Cli, Command, ConfigLocation, DiagnoseArgs, InspectArgs, InterventionArg,
-    RunArgs, ShowArgs, StoreArgs,
+    LostInTheMiddleArgs, RunArgs, ShowArgs, StoreArgs,
 };
 use crate::exit_codes;
 use crate::progress::Progress;
@@ -77,6 +77,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Inspect(args) => inspect(args),
         Command::Compare(args) => crate::compare_cmd::compare(args),
         Command::Calibrate(args) => calibrate(args),
+        Command::LostInTheMiddle(args) => lost_in_the_middle(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Export(args) => crate::export_cmd::export(args),
         Command::Report(args) => crate::report_cmd::report(args),
@@ -607,4 +608,36 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
     } else {
         exit_codes::GATE_BLOCKED
     })
+}
+
+fn lost_in_the_middle(args: LostInTheMiddleArgs) -> Result<u8, CliError> {
+    let config = load(&args.location, args.dir.as_deref(), &[])?;
+    let store_path = config.store_path();
+    if !store_path.exists() {
+        return Err(CliError::Usage(format!(
+            "no run store at {} yet; start a run with `oloproof run`",
+            store_path.display()
+        )));
+    }
+    let mut progress = Progress::for_terminal();
+    let result = oloproof_engine::position::lost_in_the_middle(
+        &store_path,
+        &args.run_id,
+        &args.criterion,
+        args.distractors,
+        &mut progress,
+    );
+    progress.finish();
+    let report = result?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        )?;
+    } else {
+        write!(out, "{}", oloproof_report::position_report(&report))?;
+    }
+    Ok(exit_codes::SUCCESS)
 }

@@ -94,6 +94,65 @@ pub fn gold(passages: &[crate::case::GoldPassage]) -> Context {
     }
 }
 
+/// Where the gold passages go among distractors (the lost-in-the-middle harness).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GoldSlot {
+    /// Before every distractor.
+    First,
+    /// After the first half of the distractors (`⌊d/2⌋` of them).
+    Middle,
+    /// After every distractor.
+    Last,
+}
+
+impl GoldSlot {
+    /// All slots, in order.
+    pub const ALL: [GoldSlot; 3] = [GoldSlot::First, GoldSlot::Middle, GoldSlot::Last];
+
+    /// `first`, `middle` or `last`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoldSlot::First => "first",
+            GoldSlot::Middle => "middle",
+            GoldSlot::Last => "last",
+        }
+    }
+}
+
+/// The gold passages placed at `slot` among `distractors` (in their order), without positions
+/// or a token budget: the context of the lost-in-the-middle harness.
+pub fn gold_among(
+    gold_passages: &[crate::case::GoldPassage],
+    distractors: &[Passage],
+    slot: GoldSlot,
+) -> Context {
+    let gold_context = gold(gold_passages).passages;
+    let others: Vec<ContextPassage> = distractors
+        .iter()
+        .map(|p| ContextPassage {
+            position: None,
+            tokens: None,
+            passage: p.clone(),
+        })
+        .collect();
+    let at = match slot {
+        GoldSlot::First => 0,
+        GoldSlot::Middle => others.len() / 2,
+        GoldSlot::Last => others.len(),
+    };
+    let mut passages = others;
+    for (i, g) in gold_context.into_iter().enumerate() {
+        passages.insert(at + i, g);
+    }
+    Context {
+        passages,
+        dropped: Vec::new(),
+        truncated: false,
+        tokens_used: None,
+    }
+}
+
 /// Assembles the context from `candidates`.
 ///
 /// `budget` is `Some((token_budget, token_counts))` where `token_counts[i]` counts
@@ -167,6 +226,27 @@ mod tests {
             text: Some(id.into()),
             metadata: None,
         }
+    }
+
+    #[test]
+    fn gold_slots() {
+        let g = [crate::case::GoldPassage {
+            doc_id: "g".into(),
+            chunk_id: None,
+            text: "gold".into(),
+        }];
+        let d = [p("a"), p("b"), p("c"), p("d")];
+        let ids = |c: Context| {
+            c.passages
+                .iter()
+                .map(|x| x.passage.doc_id.clone())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(ids(gold_among(&g, &d, GoldSlot::First)), "g,a,b,c,d");
+        assert_eq!(ids(gold_among(&g, &d, GoldSlot::Middle)), "a,b,g,c,d");
+        assert_eq!(ids(gold_among(&g, &d, GoldSlot::Last)), "a,b,c,d,g");
+        assert_eq!(ids(gold_among(&g, &[], GoldSlot::Middle)), "g");
     }
 
     #[test]

@@ -278,7 +278,7 @@ fn passed(v: Option<&Verdict>) -> Option<bool> {
 }
 
 /// Runs a child run of `parent` over `cases` under `intervention`.
-fn run_child(
+pub(crate) fn run_child(
     store: &mut SqliteStore,
     store_path: &Path,
     parent: &LoadedRun,

@@ -177,7 +177,32 @@ fn run_stages(
                 stderr_tail: Vec::new(),
             });
         };
-        oloproof_core::context::gold(passages)
+        match intervention.and_then(|i| i.gold_slot) {
+            Some(slot) => {
+                let wanted = intervention.map_or(0, |i| i.distractors);
+                let relevant: std::collections::HashSet<&str> = case
+                    .expected
+                    .relevant
+                    .iter()
+                    .flatten()
+                    .map(|r| r.doc_id.as_str())
+                    .chain(passages.iter().map(|g| g.doc_id.as_str()))
+                    .collect();
+                let distractors: Vec<oloproof_core::passage::Passage> = mode
+                    .recorded
+                    .map(|r| {
+                        r.candidates
+                            .iter()
+                            .filter(|c| !relevant.contains(c.doc_id.as_str()) && c.text.is_some())
+                            .take(wanted)
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                oloproof_core::context::gold_among(passages, &distractors, slot)
+            }
+            None => oloproof_core::context::gold(passages),
+        }
     } else {
         let mut retrieval = match mode.recorded {
             Some(recorded) => recorded.clone(),

@@ -16,6 +16,7 @@ pub mod error;
 pub mod evaluate;
 pub mod execute;
 pub mod judged;
+pub mod position;
 pub mod recorded;
 pub mod run;
 pub mod settings;

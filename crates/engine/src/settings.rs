@@ -110,6 +110,13 @@ impl SystemSettings {
 pub struct Intervention {
     /// Shown in traces and child-run lists: `gold_context`, `control`, `top_k=4`, …
     pub label: String,
+    /// With `gold_context`: place the gold passages at this slot among `distractors`
+    /// non-relevant passages of the recorded retrieval (the lost-in-the-middle harness).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_slot: Option<oloproof_core::context::GoldSlot>,
+    /// How many distractors surround the gold passages (with `gold_slot`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub distractors: usize,
     /// Replace the assembled context with the case's `expected.gold_context`.
     #[serde(default)]
     pub gold_context: bool,
@@ -122,6 +129,10 @@ pub struct Intervention {
     /// Do not read the generation cache (control re-executions).
     #[serde(default)]
     pub fresh_generation: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Everything a run needs, stored with it.

@@ -514,6 +514,34 @@ pub fn calibration_report(c: &oloproof_engine::calibrate::Calibration) -> String
     out
 }
 
+/// `oloproof lost-in-the-middle`'s report.
+pub fn position_report(r: &oloproof_engine::position::PositionReport) -> String {
+    let mut out = format!(
+        "Lost in the middle: {} with the gold passage among up to {} distractors · {} cases (observed; no population claim)\n",
+        r.criterion, r.distractors, r.cases
+    );
+    for p in &r.positions {
+        out.push_str(&format!(
+            "  {:<6}  {:>6}  {:<17}  {}  · {}\n",
+            p.position.name(),
+            value_cell(&p.summary),
+            interval_cell(&p.summary),
+            counts_cell(&p.summary),
+            p.run_id
+        ));
+    }
+    if !r.left_out.is_empty() {
+        let ids: Vec<String> = r
+            .left_out
+            .iter()
+            .map(|(id, why)| format!("{id} ({why})"))
+            .collect();
+        out.push_str(&format!("Left out: {}\n", ids.join(", ")));
+    }
+    out.push_str("The positions run on the same cases; read differences as exploratory.\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

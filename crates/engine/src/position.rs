@@ -1,0 +1,145 @@
+//! The lost-in-the-middle harness: does the answer depend on where the evidence sits?
+//!
+//! For every case of a run that has `expected.gold_context` and a recorded retrieval, generation
+//! runs three more times, as child runs: with the gold passages first, in the middle and last
+//! among the same `distractors` non-relevant passages of the recorded retrieval (no retrieval
+//! call). Each position gets the criterion's pass rate with its exact (Clopper–Pearson, rounded
+//! outward) interval over the same cases, so positions are compared on identical inputs
+//! (Liu et al., "Lost in the Middle", TACL 2024).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use oloproof_core::case::Case;
+use oloproof_core::context::GoldSlot;
+use oloproof_core::passage::Retrieval;
+use oloproof_core::verdict::Verdict;
+use oloproof_store::SqliteStore;
+use serde::{Deserialize, Serialize};
+
+use crate::evaluate::SummaryKind;
+use crate::run::{load_run, RunObserver};
+use crate::settings::{Intervention, RunSettings};
+use crate::summary::{summarize_criterion, CriterionSummary};
+use crate::EngineError;
+
+/// One position's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionResult {
+    /// `first`, `middle` or `last`.
+    pub position: GoldSlot,
+    /// The child run.
+    pub run_id: String,
+    /// The criterion's summary over the cases at this position.
+    pub summary: CriterionSummary,
+}
+
+/// The harness's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionReport {
+    /// The parent run.
+    pub run_id: String,
+    /// The pass/fail criterion.
+    pub criterion: String,
+    /// Distractors asked for.
+    pub distractors: usize,
+    /// Cases run (gold context and a recorded retrieval).
+    pub cases: usize,
+    /// Cases left out, with why.
+    pub left_out: Vec<(String, String)>,
+    /// Per position, in order first, middle, last.
+    pub positions: Vec<PositionResult>,
+}
+
+/// Runs the harness on `run_id`'s cases for `criterion`.
+pub fn lost_in_the_middle(
+    store_path: &Path,
+    run_id: &str,
+    criterion: &str,
+    distractors: usize,
+    observer: &mut dyn RunObserver,
+) -> Result<PositionReport, EngineError> {
+    let mut store = SqliteStore::open(store_path)?;
+    let parent = load_run(&store, run_id)?;
+    if parent.settings.intervention.is_some() || parent.settings.dataset.is_some() {
+        return Err(EngineError::Usage(format!(
+            "{run_id} cannot be re-generated (a child run or a recorded dataset); use a live run"
+        )));
+    }
+    let Some((_, kind)) = parent.criteria.iter().find(|(c, _)| c == criterion) else {
+        let names: Vec<&str> = parent.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
+        return Err(EngineError::Usage(format!(
+            "run {run_id} has no criterion `{criterion}`{hint}"
+        )));
+    };
+    if *kind == SummaryKind::Mean {
+        return Err(EngineError::Usage(format!(
+            "`{criterion}` is a score; the harness needs a pass/fail criterion"
+        )));
+    }
+    let mut selected: Vec<&Case> = Vec::new();
+    let mut recorded: HashMap<String, Retrieval> = HashMap::new();
+    let mut left_out = Vec::new();
+    for (case, trace, _) in &parent.cases {
+        let has_gold = case
+            .expected
+            .gold_context
+            .as_ref()
+            .is_some_and(|g| !g.is_empty());
+        match (has_gold, trace.as_ref().and_then(|t| t.retrieval.clone())) {
+            (false, _) => left_out.push((case.id.clone(), "no gold context".to_string())),
+            (true, None) => left_out.push((case.id.clone(), "no recorded retrieval".to_string())),
+            (true, Some(r)) => {
+                recorded.insert(case.id.clone(), r);
+                selected.push(case);
+            }
+        }
+    }
+    let mut positions = Vec::new();
+    if !selected.is_empty() {
+        for slot in GoldSlot::ALL {
+            let settings = RunSettings {
+                intervention: Some(Intervention {
+                    label: format!("gold_{}_of_{distractors}", slot.name()),
+                    gold_context: true,
+                    gold_slot: Some(slot),
+                    distractors,
+                    ..Default::default()
+                }),
+                use_cache: true,
+                ..parent.settings.clone()
+            };
+            let (child, _) = crate::diagnose::run_child(
+                &mut store, store_path, &parent, settings, &selected, &recorded, observer,
+            )?;
+            let run = load_run(&store, &child)?;
+            let verdicts: Vec<&Verdict> = selected
+                .iter()
+                .filter_map(|c| run.verdict(&c.id, criterion).map(|v| &v.verdict))
+                .collect();
+            let summary = summarize_criterion(
+                criterion,
+                SummaryKind::Proportion,
+                &verdicts,
+                parent.settings.options.bootstrap.seed,
+                parent.settings.options.bootstrap.resamples,
+            );
+            positions.push(PositionResult {
+                position: slot,
+                run_id: child,
+                summary,
+            });
+        }
+    }
+    Ok(PositionReport {
+        run_id: run_id.to_string(),
+        criterion: criterion.to_string(),
+        distractors,
+        cases: selected.len(),
+        left_out,
+        positions,
+    })
+}
