@@ -92,6 +92,9 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
 pub struct StoreJudgeCache {
     reader: Mutex<Option<SqliteStore>>,
     writes: Mutex<Vec<CacheWrite>>,
+    /// Calls answered during this run by this worker, so an identical call made by a second
+    /// evaluator of the same case (before the case commits) is not sent again.
+    answered: Mutex<std::collections::HashMap<String, (String, Value)>>,
 }
 
 impl StoreJudgeCache {
@@ -100,6 +103,7 @@ impl StoreJudgeCache {
         StoreJudgeCache {
             reader: Mutex::new(reader),
             writes: Mutex::new(Vec::new()),
+            answered: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -111,6 +115,14 @@ impl StoreJudgeCache {
 
 impl JudgeCache for StoreJudgeCache {
     fn get(&self, key: &str) -> Option<(String, Value)> {
+        if let Some(hit) = self
+            .answered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            return Some(hit.clone());
+        }
         let guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
         let stored = guard
             .as_ref()?
@@ -125,6 +137,10 @@ impl JudgeCache for StoreJudgeCache {
     }
 
     fn put(&self, key: &str, raw: &str, parsed: &Value) {
+        self.answered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), (raw.to_string(), parsed.clone()));
         let value = json!({"raw": raw, "parsed": parsed}).to_string();
         self.writes.lock().unwrap_or_else(|p| p.into_inner()).push((
             JUDGE_CALL_LAYER.to_string(),
