@@ -230,19 +230,25 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     Ok(exit_codes::SUCCESS)
 }
 
-pub(crate) fn open_store(
-    location: &ConfigLocation,
-    dir: Option<&Path>,
-) -> Result<SqliteStore, CliError> {
-    let config = load(location, dir, &[])?;
-    let path = config.store_path();
+/// The path of an existing run store, found from `--config`, a project folder or the current
+/// directory.
+fn existing_store_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf, CliError> {
+    let path = load(location, dir, &[])?.store_path();
     if !path.exists() {
         return Err(CliError::Usage(format!(
             "no run store at {} yet; start a run with `oloproof run`",
             path.display()
         )));
     }
-    Ok(SqliteStore::open(&path)?)
+    Ok(path)
+}
+
+/// The existing run store (see [`existing_store_path`]).
+pub(crate) fn open_store(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<SqliteStore, CliError> {
+    Ok(SqliteStore::open(&existing_store_path(location, dir)?)?)
 }
 
 fn runs(args: StoreArgs) -> Result<u8, CliError> {
@@ -401,14 +407,7 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
             InterventionKind::Reranker { reranker }
         }
     };
-    let config = load(&args.location, args.dir.as_deref(), &[])?;
-    let store_path = config.store_path();
-    if !store_path.exists() {
-        return Err(CliError::Usage(format!(
-            "no run store at {} yet; start a run with `oloproof run`",
-            store_path.display()
-        )));
-    }
+    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
     let mut progress = Progress::for_terminal();
     let result = oloproof_engine::diagnose::diagnose(
         &store_path,
@@ -611,14 +610,7 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
 }
 
 fn lost_in_the_middle(args: LostInTheMiddleArgs) -> Result<u8, CliError> {
-    let config = load(&args.location, args.dir.as_deref(), &[])?;
-    let store_path = config.store_path();
-    if !store_path.exists() {
-        return Err(CliError::Usage(format!(
-            "no run store at {} yet; start a run with `oloproof run`",
-            store_path.display()
-        )));
-    }
+    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
     let mut progress = Progress::for_terminal();
     let result = oloproof_engine::position::lost_in_the_middle(
         &store_path,

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use oloproof_core::config::{load_config, ConfigError};
+use oloproof_core::config::ConfigError;
 use oloproof_engine::compare::{
     compare as compare_runs, load_comparison, record_comparison, CompareError, Gate, Policy,
 };
@@ -16,7 +16,7 @@ use oloproof_engine::run::load_run;
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
-use crate::commands::CliError;
+use crate::commands::{open_store, CliError};
 use crate::exit_codes;
 
 #[derive(clap::Args, Debug)]
@@ -36,37 +36,6 @@ pub(crate) struct CompareArgs {
     /// JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// The config path from `--config`, else `DIR/oloproof.yaml`, else `./oloproof.yaml` (as the
-/// other store commands find it).
-fn config_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf, CliError> {
-    if let Some(path) = &location.config {
-        return Ok(path.clone());
-    }
-    let dir = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let path = dir.join("oloproof.yaml");
-    if !path.is_file() {
-        return Err(CliError::Usage(format!(
-            "no oloproof.yaml in {}; pass the project folder (--dir DIR) or --config FILE",
-            dir.display()
-        )));
-    }
-    Ok(path)
-}
-
-fn open_store(location: &ConfigLocation, dir: Option<&Path>) -> Result<SqliteStore, CliError> {
-    let config = load_config(&config_path(location, dir)?, &[])?;
-    let path = config.store_path();
-    if !path.exists() {
-        return Err(CliError::Usage(format!(
-            "no run store at {} yet; start a run with `oloproof run`",
-            path.display()
-        )));
-    }
-    Ok(SqliteStore::open(&path)?)
 }
 
 fn read_policy(path: &Path) -> Result<Policy, CliError> {

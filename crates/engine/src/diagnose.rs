@@ -40,7 +40,7 @@ use oloproof_store::{NewRun, SqliteStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::evaluate::{judge_ranking, SummaryKind};
+use crate::evaluate::judge_ranking;
 use crate::run::{execute_pending, load_run, shim, LoadedRun, RunObserver};
 use crate::settings::{connector_spec, Intervention, RunSettings};
 use crate::summary::CacheCounts;
@@ -369,20 +369,7 @@ pub fn diagnose(
             &kind,
         )));
     }
-    let Some((_, summary_kind)) = parent.criteria.iter().find(|(c, _)| c == criterion) else {
-        let names: Vec<&str> = parent.criteria.iter().map(|(c, _)| c.as_str()).collect();
-        let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
-        return Err(EngineError::Usage(format!(
-            "run {run_id} has no criterion `{criterion}`{hint}"
-        )));
-    };
-    if *summary_kind == SummaryKind::Mean {
-        return Err(EngineError::Usage(format!(
-            "`{criterion}` is a score; diagnose needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
-        )));
-    }
+    parent.require_pass_fail(criterion, "diagnose")?;
     let mut selected: Vec<&Case> = Vec::new();
     let mut not_diagnosable = Vec::new();
     for (case, _, verdicts) in &parent.cases {

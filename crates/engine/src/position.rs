@@ -66,20 +66,7 @@ pub fn lost_in_the_middle(
             "{run_id} cannot be re-generated (a child run or a recorded dataset); use a live run"
         )));
     }
-    let Some((_, kind)) = parent.criteria.iter().find(|(c, _)| c == criterion) else {
-        let names: Vec<&str> = parent.criteria.iter().map(|(c, _)| c.as_str()).collect();
-        let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
-        return Err(EngineError::Usage(format!(
-            "run {run_id} has no criterion `{criterion}`{hint}"
-        )));
-    };
-    if *kind == SummaryKind::Mean {
-        return Err(EngineError::Usage(format!(
-            "`{criterion}` is a score; the harness needs a pass/fail criterion"
-        )));
-    }
+    parent.require_pass_fail(criterion, "the harness")?;
     let mut selected: Vec<&Case> = Vec::new();
     let mut recorded: HashMap<String, Retrieval> = HashMap::new();
     let mut left_out = Vec::new();

@@ -316,6 +316,27 @@ pub struct LoadedRun {
 }
 
 impl LoadedRun {
+    /// Checks that `criterion` is one of the run's pass/fail criteria (what `purpose` needs),
+    /// with a did-you-mean when it is not a criterion at all.
+    pub fn require_pass_fail(&self, criterion: &str, purpose: &str) -> Result<(), EngineError> {
+        let Some((_, kind)) = self.criteria.iter().find(|(c, _)| c == criterion) else {
+            let names: Vec<&str> = self.criteria.iter().map(|(c, _)| c.as_str()).collect();
+            let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
+            return Err(EngineError::Usage(format!(
+                "run {} has no criterion `{criterion}`{hint}",
+                self.record.id
+            )));
+        };
+        if *kind == crate::evaluate::SummaryKind::Mean {
+            return Err(EngineError::Usage(format!(
+                "`{criterion}` is a score; {purpose} needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
+            )));
+        }
+        Ok(())
+    }
+
     /// The verdict of `criterion` on case `case_id`, if recorded.
     pub fn verdict(&self, case_id: &str, criterion: &str) -> Option<&CriterionVerdict> {
         self.cases

@@ -8,7 +8,6 @@ pub mod calibration;
 pub mod classify;
 pub mod fusion;
 pub mod ingest;
-pub mod latency;
 pub mod ontology;
 pub mod rag;
 pub mod ranking;

@@ -449,7 +449,7 @@ mod agreement {
 mod calibration_and_quantiles {
     use super::*;
     use oloproof_metrics::calibration::ece;
-    use oloproof_metrics::latency::{quantiles, QuantileMethod};
+    use oloproof_stats::quantile::{quantiles, QuantileMethod};
 
     #[test]
     fn ece_matches_the_numpy_transcription() {

@@ -143,19 +143,13 @@ pub fn quantile(values: &[f64], q: f64) -> Result<f64, StatsError> {
     Ok(quantile_sorted(&sorted, q))
 }
 
-/// [`quantile`] of an already sorted, non-empty slice.
+/// [`quantile`] of an already sorted, non-empty slice (numpy's linear method).
 fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let last = sorted.len() - 1;
-    let h = last as f64 * q.clamp(0.0, 1.0);
-    let below = (h.floor() as usize).min(last);
-    let above = (below + 1).min(last);
-    let fraction = h - below as f64;
-    let (x0, x1) = (sorted[below], sorted[above]);
-    if x0 == x1 {
-        x0
-    } else {
-        x0 + fraction * (x1 - x0)
-    }
+    crate::quantile::quantile_sorted(
+        sorted,
+        q.clamp(0.0, 1.0),
+        crate::quantile::QuantileMethod::Linear,
+    )
 }
 
 #[cfg(test)]

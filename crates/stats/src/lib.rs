@@ -56,6 +56,7 @@ mod paired;
 mod paired_proportion;
 pub mod power;
 mod proportion;
+pub mod quantile;
 mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};

@@ -8,7 +8,7 @@ use oloproof_metrics::calibration;
 use oloproof_metrics::classify::relation::relation_f1;
 use oloproof_metrics::classify::report::{classification_report, ZeroDivision};
 use oloproof_metrics::classify::seqeval::{self, Mode, Scheme};
-use oloproof_metrics::latency::{quantiles, QuantileMethod};
+use oloproof_stats::quantile::{quantiles, QuantileMethod};
 use serde_json::{json, Map, Value};
 
 use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
@@ -238,22 +238,9 @@ fn clopper(k: u64, n: u64) -> Option<[f64; 2]> {
         .map(|ci| [ci.lo, ci.hi])
 }
 
-/// SplitMix64 for the item bootstrap of ratios (fixed seed 0).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    }
-}
-
 const RATIO_RESAMPLES: usize = 1000;
 
-/// Percentile bootstrap (over items, seed 0) of a ratio of summed counts.
+/// Percentile bootstrap (over items, `oloproof_stats`, seed 0) of a ratio of summed counts.
 fn ratio_bootstrap(
     counts: &[[u64; 3]],
     ratio: impl Fn(u64, u64, u64) -> Option<f64>,
@@ -261,23 +248,25 @@ fn ratio_bootstrap(
     if counts.len() < 2 {
         return None;
     }
-    let mut rng = SplitMix64(0);
-    let mut values = Vec::with_capacity(RATIO_RESAMPLES);
-    for _ in 0..RATIO_RESAMPLES {
+    let statistic = |idx: &[usize]| {
         let mut sum = [0u64; 3];
-        for _ in 0..counts.len() {
-            let c = counts[rng.below(counts.len())];
-            for i in 0..3 {
-                sum[i] += c[i];
+        for &i in idx {
+            for (s, c) in sum.iter_mut().zip(counts[i]) {
+                *s += c;
             }
         }
-        if let Some(v) = ratio(sum[0], sum[1], sum[2]) {
-            values.push(v);
-        }
-    }
-    let lo = oloproof_stats::quantile(&values, 0.025).ok()?;
-    let hi = oloproof_stats::quantile(&values, 0.975).ok()?;
-    Some([lo, hi])
+        ratio(sum[0], sum[1], sum[2])
+    };
+    oloproof_stats::percentile_bootstrap_statistic(
+        counts.len(),
+        RATIO_RESAMPLES,
+        0,
+        0.95,
+        &statistic,
+    )
+    .ok()
+    .flatten()
+    .map(|ci| [ci.lo, ci.hi])
 }
 
 const RATIO_METHOD: &str = "percentile bootstrap over items, seed 0, 1000 resamples";

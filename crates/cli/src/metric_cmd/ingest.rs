@@ -248,42 +248,22 @@ fn proportion_output(k: u64, n: u64) -> MetricOutput {
     }
 }
 
-/// SplitMix64, for the ratio bootstrap.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// 95 % percentile bootstrap of `Σ num / Σ den` over items (resampling items with replacement,
-/// seed 0); resamples with a zero denominator are skipped. `None` with fewer than two items.
+/// 95 % percentile bootstrap of `Σ num / Σ den` over items (`oloproof_stats`, seed 0); resamples
+/// with a zero denominator are skipped. `None` with fewer than two items.
 fn ratio_bootstrap(num: &[f64], den: &[f64]) -> Option<[f64; 2]> {
-    let n = num.len();
-    if n < 2 {
+    if num.len() < 2 {
         return None;
     }
-    let mut state = 0u64;
-    let mut stats = Vec::with_capacity(RATIO_RESAMPLES);
-    for _ in 0..RATIO_RESAMPLES {
-        let (mut a, mut b) = (0.0, 0.0);
-        for _ in 0..n {
-            let i = (splitmix(&mut state) % n as u64) as usize;
-            a += num[i];
-            b += den[i];
-        }
-        if b > 0.0 {
-            stats.push(a / b);
-        }
-    }
-    if stats.is_empty() {
-        return None;
-    }
-    stats.sort_by(f64::total_cmp);
-    let lo = oloproof_stats::quantile(&stats, 0.025).ok()?;
-    let hi = oloproof_stats::quantile(&stats, 0.975).ok()?;
-    Some([lo, hi])
+    let ratio = |idx: &[usize]| {
+        let (a, b) = idx
+            .iter()
+            .fold((0.0, 0.0), |(a, b), &i| (a + num[i], b + den[i]));
+        (b > 0.0).then(|| a / b)
+    };
+    oloproof_stats::percentile_bootstrap_statistic(num.len(), RATIO_RESAMPLES, 0, 0.95, &ratio)
+        .ok()
+        .flatten()
+        .map(|ci| [ci.lo, ci.hi])
 }
 
 fn ratio_interval(out: &mut MetricOutput, num: &[f64], den: &[f64]) {

@@ -11,13 +11,13 @@
 //! Statistician* 50 (1996).
 //!
 //! ```
-//! use oloproof_metrics::latency::{quantile, QuantileMethod};
+//! use oloproof_stats::quantile::{quantile, QuantileMethod};
 //!
 //! let ms = [120.0, 80.0, 95.0, 300.0, 110.0];
 //! assert_eq!(quantile(&ms, 0.5, QuantileMethod::Linear)?, 110.0);
 //! assert_eq!(quantile(&ms, 0.95, QuantileMethod::Linear)?, 264.0);
 //! assert_eq!(quantile(&ms, 0.95, QuantileMethod::Lower)?, 120.0);
-//! # Ok::<(), oloproof_metrics::latency::QuantileError>(())
+//! # Ok::<(), oloproof_stats::quantile::QuantileError>(())
 //! ```
 
 /// Errors of [`quantile`].
@@ -146,7 +146,7 @@ fn discrete(index: f64, cond: impl Fn(f64, f64) -> bool) -> i64 {
 }
 
 /// The `q`-quantile of an already sorted, non-empty, finite sample.
-fn quantile_sorted(sorted: &[f64], q: f64, method: QuantileMethod) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64, method: QuantileMethod) -> f64 {
     let n = sorted.len();
     let nf = n as f64;
     let at = |i: i64| sorted[(i.max(0) as usize).min(n - 1)];
