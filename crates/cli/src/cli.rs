@@ -49,6 +49,20 @@ pub(crate) enum Command {
     Fuse(FuseArgs),
     /// Write a run's finished cases as a Ragas dataset (JSONL), e.g. for `run --dataset`.
     Export(crate::export_cmd::ExportArgs),
+    /// The score history: a table, `--plot FILE.svg`, or `append RUN_ID` to add stored runs.
+    History(crate::history_cmd::HistoryArgs),
+    /// Absolute quality gate: thresholds on a run's values or interval bounds (or a window of
+    /// the history), exit 0 or 3.
+    #[command(after_help = exit_codes::HELP)]
+    Gate(crate::gate_cmd::GateArgs),
+    /// Run the system over saved questions and write a Ragas dataset (JSONL) of what it did.
+    #[command(after_help = exit_codes::HELP)]
+    Refresh(crate::refresh_cmd::RefreshArgs),
+    /// Draft a synthetic test set from documents with a judge model (review before use).
+    #[command(after_help = exit_codes::HELP)]
+    Generate(crate::generate_cmd::GenerateArgs),
+    /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses).
+    View(crate::view_cmd::ViewArgs),
 }
 
 /// Where the config (and so the store) is.
@@ -87,12 +101,27 @@ pub(crate) struct RunArgs {
     /// Print the number of judge calls and an estimated token count, then stop: nothing is sent.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Judge every case N times with every judged evaluator (separate cache namespaces) and
+    /// report how far the repeats agree (cases identical in every repeat, Krippendorff's alpha).
+    #[arg(long, value_name = "N", conflicts_with = "resume")]
+    pub(crate) repeats: Option<u32>,
     /// Evaluate recorded cases (Ragas or trace JSONL) instead of running the system.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub(crate) dataset: Option<PathBuf>,
     /// The dataset's format (default: detected from its first record).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub(crate) dataset_format: Option<DatasetFormatArg>,
+    /// Append the run's line to this score history (JSONL; default: `history:` of oloproof.yaml,
+    /// else none).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) history: Option<PathBuf>,
+    /// Score a fixed subset of N cases, chosen from the case ids and `--seed` only (reordering
+    /// the case file keeps the sample).
+    #[arg(long, value_name = "N", conflicts_with = "resume")]
+    pub(crate) sample: Option<usize>,
+    /// Seed of `--sample` (default 0).
+    #[arg(long, value_name = "S", requires = "sample")]
+    pub(crate) seed: Option<u64>,
 }
 
 /// Formats of `run --dataset`.

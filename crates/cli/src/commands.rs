@@ -80,6 +80,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::LostInTheMiddle(args) => lost_in_the_middle(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Export(args) => crate::export_cmd::export(args),
+        Command::History(args) => crate::history_cmd::history(args),
+        Command::Gate(args) => crate::gate_cmd::gate(args),
+        Command::Refresh(args) => crate::refresh_cmd::refresh(args),
+        Command::Generate(args) => crate::generate_cmd::generate(args),
+        Command::View(args) => crate::view_cmd::view(args),
         Command::Report(args) => crate::report_cmd::report(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -121,7 +126,7 @@ fn config_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf,
     Ok(path)
 }
 
-fn load(
+pub(crate) fn load(
     location: &ConfigLocation,
     dir: Option<&Path>,
     overrides: &[String],
@@ -152,6 +157,31 @@ fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
     }
 }
 
+/// `run --repeats N`: every judged evaluator judges each case `N` times, each repeat in its
+/// own cache namespace (the repeat index is part of the judgment key), and the summary
+/// reports how far the repeats agree.
+fn apply_repeats(config: &mut ProjectConfig, repeats: u32) -> Result<(), CliError> {
+    if repeats == 0 {
+        return Err(CliError::Usage(
+            "--repeats takes a number of judgments per case of at least 1, e.g. --repeats 3".into(),
+        ));
+    }
+    let mut judged = 0;
+    for evaluator in &mut config.options.evaluators {
+        if let Some(options) = evaluator.judged_mut() {
+            options.repeats = Some(repeats);
+            judged += 1;
+        }
+    }
+    if judged == 0 {
+        return Err(CliError::Usage(format!(
+            "--repeats re-runs the judges, but no evaluator of {} has a judge",
+            config.path.display()
+        )));
+    }
+    Ok(())
+}
+
 fn run(args: RunArgs) -> Result<u8, CliError> {
     validate_rate(args.max_error_rate)?;
     if args.max_cost.is_some_and(|c| !(c.is_finite() && c >= 0.0)) {
@@ -174,9 +204,39 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         None => load(&args.location, args.dir.as_deref(), &args.overrides)?,
     };
     oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
+    let mut config = config;
+    if let Some(size) = args.sample {
+        if size == 0 {
+            return Err(CliError::Usage(
+                "--sample takes a number of cases of at least 1, e.g. --sample 30".into(),
+            ));
+        }
+        config.options.sample = Some(oloproof_core::config::SampleOptions {
+            size,
+            seed: args.seed.unwrap_or(0),
+        });
+    }
+    if let Some(repeats) = args.repeats {
+        apply_repeats(&mut config, repeats)?;
+    }
     if args.dry_run {
         return dry_run(&config);
     }
+    let sample = config.options.sample.filter(|_| args.resume.is_none());
+    let mut sample_line = None;
+    let mut take_sample = |ids: Vec<&str>| -> std::collections::HashSet<String> {
+        let Some(sample) = sample else {
+            return ids.into_iter().map(str::to_string).collect();
+        };
+        let chosen = oloproof_engine::run::sample_case_ids(ids.iter().copied(), sample);
+        sample_line = Some(format!(
+            "Sample: {} of {} cases, seed {} (chosen from the case ids, so reordering the case file keeps them)",
+            chosen.len(),
+            ids.len(),
+            sample.seed
+        ));
+        chosen
+    };
     let outcome = match &args.resume {
         Some(run_id) => resume_run(&config.store_path(), run_id, flags, &mut progress),
         None => match config.dataset_path() {
@@ -185,7 +245,10 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
                     crate::cli::DatasetFormatArg::Ragas => DatasetFormat::Ragas,
                     crate::cli::DatasetFormatArg::Trace => DatasetFormat::Trace,
                 });
-                let dataset = load_dataset(&path, format).map_err(EngineError::from)?;
+                let mut dataset = load_dataset(&path, format).map_err(EngineError::from)?;
+                let chosen =
+                    take_sample(dataset.records.iter().map(|r| r.case.id.as_str()).collect());
+                dataset.records.retain(|r| chosen.contains(&r.case.id));
                 let mut err = std::io::stderr().lock();
                 for warning in &dataset.warnings {
                     writeln!(err, "warning: {warning}")?;
@@ -194,15 +257,35 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
                 start_recorded_run(&config, &dataset, flags, &mut progress)
             }
             None => {
-                let cases: Vec<Case> =
+                let mut cases: Vec<Case> =
                     load_cases(&config.cases_path()).map_err(EngineError::from)?;
+                let chosen = take_sample(cases.iter().map(|c| c.id.as_str()).collect());
+                cases.retain(|c| chosen.contains(&c.id));
                 start_run(&config, &cases, flags, &mut progress)
             }
         },
     };
     progress.finish();
     let outcome = outcome?;
+    if let Some(line) = &sample_line {
+        if args.json {
+            writeln!(std::io::stderr().lock(), "{line}")?;
+        } else {
+            writeln!(std::io::stdout().lock(), "{line}")?;
+        }
+    }
     print_summary(&outcome.summary, args.json)?;
+    if outcome.summary.done == outcome.summary.cases {
+        if let Some(path) = crate::history_cmd::history_path(args.history.as_deref(), Some(&config))
+        {
+            crate::history_cmd::append_after_run(
+                &config.store_path(),
+                &outcome.run_id,
+                &path,
+                &config.dir,
+            )?;
+        }
+    }
     if outcome.summary.done < outcome.summary.cases {
         let mut err = std::io::stderr().lock();
         writeln!(
@@ -232,7 +315,10 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
 
 /// The path of an existing run store, found from `--config`, a project folder or the current
 /// directory.
-fn existing_store_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf, CliError> {
+pub(crate) fn existing_store_path(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<PathBuf, CliError> {
     let path = load(location, dir, &[])?.store_path();
     if !path.exists() {
         return Err(CliError::Usage(format!(
@@ -490,6 +576,12 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
             .collect(),
         None => load_cases(&config.cases_path()).map_err(EngineError::from)?,
     };
+    let mut cases = cases;
+    if let Some(sample) = config.options.sample {
+        let chosen =
+            oloproof_engine::run::sample_case_ids(cases.iter().map(|c| c.id.as_str()), sample);
+        cases.retain(|c| chosen.contains(&c.id));
+    }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

@@ -4,8 +4,7 @@
 pub(crate) const SUCCESS: u8 = 0;
 /// Usage or configuration error (bad flags, invalid `oloproof.yaml` or case file, unknown run).
 pub(crate) const USAGE: u8 = 2;
-/// The gate blocked (reserved for `compare`).
-#[allow(dead_code)]
+/// The gate blocked: `compare`'s policy, `gate`'s thresholds, or a failed calibration.
 pub(crate) const GATE_BLOCKED: u8 = 3;
 /// The run is incomplete: errors above `--max-error-rate`, or the system or store failed.
 pub(crate) const INCOMPLETE: u8 = 4;
@@ -14,5 +13,5 @@ pub(crate) const INCOMPLETE: u8 = 4;
 pub(crate) const HELP: &str = "Exit codes:
   0  success (or the gate passed)
   2  usage or configuration error: bad flags, invalid oloproof.yaml or case file, unknown run
-  3  gate blocked (a comparison's gate, or a judge that failed its calibration)
+  3  gate blocked (a comparison's policy, `gate`'s thresholds, or a judge that failed its calibration)
   4  run incomplete: more errors than --max-error-rate allows, or the system or store failed";

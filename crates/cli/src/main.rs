@@ -6,9 +6,14 @@ mod commands;
 mod compare_cmd;
 mod exit_codes;
 mod export_cmd;
+mod gate_cmd;
+mod generate_cmd;
+mod history_cmd;
 mod metric_cmd;
 mod progress;
+mod refresh_cmd;
 mod report_cmd;
+mod view_cmd;
 
 use std::process::ExitCode;
 

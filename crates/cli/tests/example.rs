@@ -85,3 +85,14 @@ fn json_summary() {
         .unwrap();
     assert_eq!(integrations["below_min_support"], true);
 }
+
+/// The README's set-up command names the project folder relative to the caller's directory;
+/// the Python workers start inside that folder and must still find the shim.
+#[test]
+fn project_folder_given_relative_to_the_caller() {
+    let (tmp, _dir) = project("examples/support_rag");
+    let o = oloproof(tmp.path(), &["run", "project", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["done"], 13);
+}

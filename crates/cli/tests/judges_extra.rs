@@ -245,3 +245,50 @@ fn rubric_judge_probability_weighted() {
     let user = reqs[0].body["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("Context:"), "{user}");
 }
+
+#[test]
+fn run_repeats_reports_agreement_across_repeats() {
+    // Repeat 1 (seed 101) disagrees on the `alpha` case only: 3 of 4 cases identical in every
+    // repeat.
+    let server = MockServer::start();
+    server.respond_with(|req| {
+        let user = req.body["messages"][1]["content"].as_str().unwrap_or("");
+        let flip = req.body["seed"] == 101 && user.contains("alpha beta gamma");
+        MockReply::json(json!({"reason": "r", "grounded": u8::from(!flip)}))
+    });
+    let (_tmp, dir) = project_with_judges(
+        &[("default", &server, "judge-model-1")],
+        "  - {type: groundedness_judge, judge: default}\n",
+    );
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        config.replace(
+            "    max_retries: 1\n",
+            "    max_retries: 1\n    seed: 100\n",
+        ),
+    )
+    .unwrap();
+    let s = run_json(&dir, &["run", ".", "--json", "--repeats", "3"]);
+    let a = &s["repeat_agreement"][0];
+    assert_eq!(a["criterion"], "groundedness_judge");
+    assert_eq!(
+        (a["repeats"].as_u64(), a["cases"].as_u64()),
+        (Some(3), Some(4))
+    );
+    assert_eq!(a["identical"], 3);
+    assert_eq!(a["level"], "nominal");
+    // Majority of three keeps every case grounded.
+    assert_eq!(criterion(&s, "groundedness_judge")["passed"], 4);
+    assert_eq!(server.request_count(), 12);
+    let text = oloproof_env(&dir, &["run", ".", "--repeats", "3"], &[(KEY_ENV, KEY)]);
+    assert!(
+        stdout(&text).contains("Repeats: groundedness_judge judged 3× — 3 / 4 cases identical in every repeat · Krippendorff's α (nominal) "),
+        "{}",
+        stdout(&text)
+    );
+    // Served from the caches: each repeat has its own namespace, all already judged.
+    assert_eq!(server.request_count(), 12);
+    let none = oloproof(&dir, &["run", ".", "--repeats", "0"]);
+    assert_eq!(none.status.code(), Some(2));
+}

@@ -3,7 +3,13 @@
 //! `{"id", "input": {...}, "expected": {"answer", "relevant": [{"doc_id", "chunk_id"?,
 //! "grade"?}], "gold_context": [{"doc_id", "text"}], "behavior"?}, "metadata": {...}}`.
 //! A malformed line, a missing or duplicate `id` (every duplicate listed) is an error naming
-//! `file:line:col`. Blank lines are skipped.
+//! `file:line:col`. Blank lines are skipped. A case with `"status": "draft"` (written by
+//! `oloproof generate`) is refused until a person reviews it and sets `"status": "reviewed"`.
+//!
+//! Rubrex fields are checked here too, each with a located error and a suggestion:
+//! `expected.behavior` ([`Behavior`]: `answer`, `abstain`, `clarify`), the `metadata.status` of
+//! relevance labels and gold passages (`current` / `archived`) and the case's
+//! `metadata.evidence_condition` ([`EVIDENCE_CONDITIONS`], the `diagnostic_matrix` slice).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -22,6 +28,9 @@ pub struct RelevantPassage {
     /// Graded relevance (default 1; 0 is judged not relevant).
     #[serde(default = "default_grade")]
     pub grade: f64,
+    /// Metadata of the labelled passage (`status`: `current` / `archived`, `corpus_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 fn default_grade() -> f64 {
@@ -39,6 +48,141 @@ pub struct GoldPassage {
     pub chunk_id: Option<String>,
     /// The passage text.
     pub text: String,
+    /// Metadata of the passage (`status`: `current` / `archived`, `corpus_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// What the case expects the system to do (seed 004: answer, abstain, or ask for clarification).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Behavior {
+    /// A factual answer from the corpus (the default).
+    #[default]
+    Answer,
+    /// Decline: the corpus cannot answer.
+    Abstain,
+    /// Ask the user to clarify an ambiguous question.
+    Clarify,
+}
+
+/// The behaviour words, as written in files.
+pub const BEHAVIORS: &[&str] = &["answer", "abstain", "clarify"];
+
+impl Behavior {
+    /// `answer`, `abstain` or `clarify`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behavior::Answer => "answer",
+            Behavior::Abstain => "abstain",
+            Behavior::Clarify => "clarify",
+        }
+    }
+
+    /// Parses a behaviour word.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "answer" => Some(Behavior::Answer),
+            "abstain" => Some(Behavior::Abstain),
+            "clarify" => Some(Behavior::Clarify),
+            _ => None,
+        }
+    }
+}
+
+/// The values of `metadata.evidence_condition`: the rows of Rubrex's diagnostic matrix.
+pub const EVIDENCE_CONDITIONS: &[&str] = &[
+    "sufficient",
+    "missing",
+    "contradictory",
+    "irrelevant_additions",
+];
+
+/// A Rubrex field with a value outside its vocabulary.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BadWord {
+    /// Key path, e.g. `expected.gold_context[0].metadata.status`.
+    pub key_path: String,
+    /// The value found.
+    pub value: String,
+    /// The allowed words.
+    pub allowed: &'static [&'static str],
+}
+
+impl BadWord {
+    /// A located error for this value in `line` (line `line_no` of `text`, file `path`).
+    pub(crate) fn error(&self, path: &str, text: &str, line_no: usize, line: &str) -> SourceError {
+        let needle = format!("\"{}\"", self.value);
+        let col = line
+            .find(&needle)
+            .map(|b| line[..b].chars().count() + 1)
+            .unwrap_or_else(|| first_col(line));
+        let field = self.key_path.rsplit('.').next().unwrap_or(&self.key_path);
+        let mut err = SourceError::at(
+            path,
+            text,
+            line_no,
+            col,
+            self.value.chars().count() + 2,
+            format!("unknown {field} `{}`", self.value),
+        );
+        err.key_path = Some(self.key_path.clone());
+        err.expected = Some(format!("one of {}", self.allowed.join(", ")));
+        err.help = did_you_mean(&self.value, self.allowed.iter().copied())
+            .map(|s| format!("did you mean `{s}`?"));
+        err
+    }
+}
+
+/// Checks a word-valued field: absent is fine, a string must be one of `allowed`.
+pub(crate) fn check_word(
+    value: Option<&Value>,
+    key_path: &str,
+    allowed: &'static [&'static str],
+) -> Option<BadWord> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if allowed.contains(&s.as_str()) => None,
+        Some(other) => Some(BadWord {
+            key_path: key_path.to_string(),
+            value: match other {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            },
+            allowed,
+        }),
+    }
+}
+
+/// The first Rubrex field of a raw case object with a value outside its vocabulary.
+pub(crate) fn check_rubrex_words(obj: &Map<String, Value>) -> Option<BadWord> {
+    let expected = obj.get("expected");
+    if let Some(bad) = check_word(
+        expected.and_then(|e| e.get("behavior")),
+        "expected.behavior",
+        BEHAVIORS,
+    ) {
+        return Some(bad);
+    }
+    for list in ["relevant", "gold_context"] {
+        if let Some(Value::Array(items)) = expected.and_then(|e| e.get(list)) {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(bad) = check_word(
+                    item.get("metadata").and_then(|m| m.get("status")),
+                    &format!("expected.{list}[{i}].metadata.status"),
+                    crate::passage::EVIDENCE_STATUSES,
+                ) {
+                    return Some(bad);
+                }
+            }
+        }
+    }
+    check_word(
+        obj.get("metadata")
+            .and_then(|m| m.get("evidence_condition")),
+        "metadata.evidence_condition",
+        EVIDENCE_CONDITIONS,
+    )
 }
 
 /// What a correct run of the case looks like.
@@ -55,7 +199,7 @@ pub struct Expected {
     pub gold_context: Option<Vec<GoldPassage>>,
     /// `answer` (default), `abstain` or `clarify`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub behavior: Option<String>,
+    pub behavior: Option<Behavior>,
     /// Any other expected field an evaluator names with `expected_field`.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -89,7 +233,11 @@ impl Case {
     }
 }
 
-const CASE_KEYS: &[&str] = &["id", "input", "expected", "metadata"];
+const CASE_KEYS: &[&str] = &["id", "input", "expected", "metadata", "status"];
+
+/// The review states of `status` (written by `oloproof generate`): a `draft` is refused until
+/// a person has reviewed it and set `reviewed`.
+pub const CASE_STATUSES: &[&str] = &["draft", "reviewed"];
 const EXPECTED_KEYS: &[&str] = &["answer", "relevant", "gold_context", "behavior"];
 
 /// Failure to load a case file: every problem found, in file order.
@@ -230,6 +378,44 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
                 errors.push(err);
                 continue;
             }
+        }
+        match obj.get("status") {
+            None => {}
+            Some(Value::String(st)) if st == "reviewed" => {}
+            Some(status) => {
+                let id = obj.get("id").and_then(Value::as_str).unwrap_or("?");
+                let (message, help) = if status == "draft" {
+                    (
+                        format!("case `{id}` is a draft (status: draft)"),
+                        "review it (`oloproof generate --review FILE`), fix what is wrong, then set \"status\": \"reviewed\"".to_string(),
+                    )
+                } else {
+                    (
+                        format!("unknown status {status}"),
+                        format!("use one of {}", CASE_STATUSES.join(", ")),
+                    )
+                };
+                let mut err =
+                    SourceError::at(path, text, line_no, key_column(line, "status"), 8, message);
+                err.key_path = Some("status".to_string());
+                err.help = Some(help);
+                errors.push(err);
+                continue;
+            }
+        }
+        let value = if obj.contains_key("status") {
+            let mut without = obj.clone();
+            without.remove("status");
+            Value::Object(without)
+        } else {
+            value
+        };
+        let Value::Object(obj) = &value else {
+            continue;
+        };
+        if let Some(bad) = check_rubrex_words(obj) {
+            errors.push(bad.error(path, text, line_no, line));
+            continue;
         }
         match serde_path_to_error::deserialize::<_, Case>(&value) {
             Ok(case) => {
@@ -400,6 +586,37 @@ mod tests {
         assert!(errs[0].message.starts_with("malformed JSON"));
         assert_eq!(errs[1].message, "missing `id`");
         assert_eq!(errs[1].location(), "c.jsonl:3:1");
+    }
+
+    #[test]
+    fn rubrex_fields_parse_and_bad_words_are_located() {
+        let line = r#"{"id":"p","input":{},"expected":{"behavior":"abstain","gold_context":[{"doc_id":"r","text":"t","metadata":{"status":"archived"}}]},"metadata":{"evidence_condition":"missing"}}"#;
+        let case = parse_cases("c.jsonl", line).unwrap().remove(0);
+        assert_eq!(case.expected.behavior, Some(Behavior::Abstain));
+        let gold = &case.expected.gold_context.as_ref().unwrap()[0];
+        assert_eq!(
+            crate::passage::EvidenceStatus::of(gold.metadata.as_ref()),
+            Ok(crate::passage::EvidenceStatus::Archived)
+        );
+        let bad = r#"{"id":"p","input":{},"expected":{"behavior":"abstian"}}"#;
+        let errs = parse_cases("c.jsonl", bad).unwrap_err();
+        assert_eq!(errs[0].location(), "c.jsonl:1:45");
+        assert_eq!(errs[0].message, "unknown behavior `abstian`");
+        assert_eq!(errs[0].key_path.as_deref(), Some("expected.behavior"));
+        assert_eq!(errs[0].help.as_deref(), Some("did you mean `abstain`?"));
+        let bad = r#"{"id":"p","input":{},"metadata":{"evidence_condition":"contradictry"}}"#;
+        let errs = parse_cases("c.jsonl", bad).unwrap_err();
+        assert_eq!(errs[0].message, "unknown evidence_condition `contradictry`");
+        assert_eq!(
+            errs[0].help.as_deref(),
+            Some("did you mean `contradictory`?")
+        );
+        let bad = r#"{"id":"p","input":{},"expected":{"relevant":[{"doc_id":"a","metadata":{"status":"old"}}]}}"#;
+        let errs = parse_cases("c.jsonl", bad).unwrap_err();
+        assert_eq!(
+            errs[0].key_path.as_deref(),
+            Some("expected.relevant[0].metadata.status")
+        );
     }
 
     #[test]

@@ -51,6 +51,26 @@ pub struct ProjectOptions {
     /// declared before measuring (`oloproof calibrate`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub calibration: std::collections::BTreeMap<String, CalibrationOptions>,
+    /// Score history (JSONL) that every finished run appends one line to, relative to the
+    /// config's folder (`oloproof history`; default: none, nothing is appended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+    /// Score a fixed, seed-determined subset of the cases (`run --sample N --seed S`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<SampleOptions>,
+}
+
+/// `sample:`: which subset of the cases a run scores. The choice depends only on the case ids
+/// and the seed (never on the order of the file), so reordering or appending cases keeps every
+/// chosen case that is still there.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SampleOptions {
+    /// Number of cases to score (all of them when the set is smaller).
+    pub size: usize,
+    /// Seed of the choice (default 0).
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// No connector options: what a dataset-only config reads as its `system.rag`.
@@ -237,6 +257,66 @@ pub struct PlainOptions {
     pub criterion: Option<String>,
 }
 
+/// Options of `evidence_coverage` (Rubrex).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CoverageOptions {
+    /// Criterion name (default `evidence_coverage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// Count only the first `k` candidates (default: the whole retrieval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+}
+
+/// Options of the Rubrex answer evaluators (`context_support`, `task_acceptance`,
+/// `stale_evidence`): claim support comes from the record's human `claims` annotations when it
+/// has them, else from `judge:` (claim extraction and verification, as `faithfulness`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SupportOptions {
+    /// Criterion name (default: `context_support`, `task_acceptance`, `no_stale_evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The judge (a key of `judges:`) for records without claim annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// Phrases that mark an answer as an abstention when the system declares no `behavior`
+    /// (case-insensitive; default: a short conservative list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_patterns: Option<Vec<String>>,
+    /// Phrases that mark an answer as a request for clarification (same rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarify_patterns: Option<Vec<String>>,
+}
+
+/// Which half of the abstention pair an `abstention` entry reports.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AbstentionMeasure {
+    /// Of the cases the system abstained on, the share that expected an abstention.
+    Precision,
+    /// Of the cases that expected an abstention, the share the system abstained on.
+    Recall,
+}
+
+/// Options of `abstention` (Rubrex): one entry per measure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AbstentionOptions {
+    /// Criterion name (default `abstention_precision` / `abstention_recall`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// `precision` or `recall`.
+    pub measure: AbstentionMeasure,
+    /// Phrases that mark an answer as an abstention (see [`SupportOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_patterns: Option<Vec<String>>,
+    /// Phrases that mark an answer as a request for clarification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarify_patterns: Option<Vec<String>>,
+}
+
 /// How repeated judgments combine.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -293,6 +373,17 @@ pub struct JudgedOptions {
     /// `rubric_judge`: the written 1–5 rubric (default: the evaluator design guide's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<String>,
+    /// `claim_support`: the similarity (cosine, or entailment probability with an `nli`
+    /// judge) a claim needs to its best context sentence to count as supported;
+    /// `citation_recall`, `citation_precision`, `faithfulness`, `context_recall` and
+    /// `citation_support_judge` with a local `nli` judge: the entailment probability that
+    /// counts as entailed (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// `citation_recall` / `citation_precision`: citations per sentence kept (ALCE's
+    /// `--at_most_citations`, default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most_citations: Option<usize>,
 }
 
 impl JudgedOptions {
@@ -383,10 +474,29 @@ pub enum EvaluatorOptions {
     NoiseSensitivity(JudgedOptions),
     /// LLM judge: a 1–5 rubric score of the answer (question, answer, context).
     RubricJudge(JudgedOptions),
+    /// ALCE citation recall: sentences their cited passages entail / sentences.
+    CitationRecall(JudgedOptions),
+    /// Offline claim support (a heuristic): every claim of the answer close to a context
+    /// sentence by embedding similarity, with its numbers and names found in the context.
+    ClaimSupport(JudgedOptions),
+    /// ALCE citation precision: citations needed for an entailed sentence / citations.
+    CitationPrecision(JudgedOptions),
     /// Share of the answer's named entities and numbers found in the context (no model).
     EntityGrounding(PlainOptions),
     /// Share of the context passages the answer cites.
     ContextUtilisation(PlainOptions),
+    /// Rubrex: every required current passage retrieved (case-level).
+    EvidenceCoverage(CoverageOptions),
+    /// Rubrex: every claim of a factual answer supported by its retrieved passages.
+    ContextSupport(SupportOptions),
+    /// Rubrex: the contract — a correct, cited answer from current evidence, or the expected
+    /// abstention / clarification.
+    TaskAcceptance(SupportOptions),
+    /// Rubrex: precision or recall of abstentions.
+    Abstention(AbstentionOptions),
+    /// Rubrex: answers with a claim supported only by archived passages (reported as
+    /// `no_stale_evidence`, a pass when there is none).
+    StaleEvidence(SupportOptions),
 }
 
 impl EvaluatorOptions {
@@ -412,9 +522,17 @@ impl EvaluatorOptions {
             EvaluatorOptions::AnswerCorrectness(_) => "answer_correctness",
             EvaluatorOptions::SemanticSimilarity(_) => "semantic_similarity",
             EvaluatorOptions::NoiseSensitivity(_) => "noise_sensitivity",
+            EvaluatorOptions::CitationRecall(_) => "citation_recall",
+            EvaluatorOptions::ClaimSupport(_) => "claim_support",
+            EvaluatorOptions::CitationPrecision(_) => "citation_precision",
             EvaluatorOptions::RubricJudge(_) => "rubric_judge",
             EvaluatorOptions::EntityGrounding(_) => "entity_grounding",
             EvaluatorOptions::ContextUtilisation(_) => "context_utilisation",
+            EvaluatorOptions::EvidenceCoverage(_) => "evidence_coverage",
+            EvaluatorOptions::ContextSupport(_) => "context_support",
+            EvaluatorOptions::TaskAcceptance(_) => "task_acceptance",
+            EvaluatorOptions::Abstention(_) => "abstention",
+            EvaluatorOptions::StaleEvidence(_) => "stale_evidence",
         }
     }
 
@@ -431,7 +549,31 @@ impl EvaluatorOptions {
             | EvaluatorOptions::AnswerCorrectness(o)
             | EvaluatorOptions::SemanticSimilarity(o)
             | EvaluatorOptions::NoiseSensitivity(o)
+            | EvaluatorOptions::CitationRecall(o)
+            | EvaluatorOptions::ClaimSupport(o)
+            | EvaluatorOptions::CitationPrecision(o)
             | EvaluatorOptions::RubricJudge(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// [`EvaluatorOptions::judged`], mutable (e.g. to set `repeats` from `run --repeats`).
+    pub fn judged_mut(&mut self) -> Option<&mut JudgedOptions> {
+        match self {
+            EvaluatorOptions::GroundednessJudge(o)
+            | EvaluatorOptions::CitationSupportJudge(o)
+            | EvaluatorOptions::Faithfulness(o)
+            | EvaluatorOptions::AnswerRelevancy(o)
+            | EvaluatorOptions::ContextPrecision(o)
+            | EvaluatorOptions::ContextRecall(o)
+            | EvaluatorOptions::FactualCorrectness(o)
+            | EvaluatorOptions::AnswerCorrectness(o)
+            | EvaluatorOptions::SemanticSimilarity(o)
+            | EvaluatorOptions::NoiseSensitivity(o)
+            | EvaluatorOptions::RubricJudge(o)
+            | EvaluatorOptions::CitationRecall(o)
+            | EvaluatorOptions::ClaimSupport(o)
+            | EvaluatorOptions::CitationPrecision(o) => Some(o),
             _ => None,
         }
     }
@@ -461,6 +603,25 @@ impl EvaluatorOptions {
                 .criterion
                 .clone()
                 .unwrap_or_else(|| self.type_name().to_string()),
+            EvaluatorOptions::EvidenceCoverage(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| self.type_name().to_string()),
+            EvaluatorOptions::ContextSupport(o) | EvaluatorOptions::TaskAcceptance(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| self.type_name().to_string()),
+            EvaluatorOptions::StaleEvidence(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| "no_stale_evidence".to_string()),
+            EvaluatorOptions::Abstention(o) => o.criterion.clone().unwrap_or_else(|| {
+                match o.measure {
+                    AbstentionMeasure::Precision => "abstention_precision",
+                    AbstentionMeasure::Recall => "abstention_recall",
+                }
+                .to_string()
+            }),
             other => other
                 .judged()
                 .and_then(|o| o.criterion.clone())
@@ -491,12 +652,26 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "semantic_similarity",
     "noise_sensitivity",
     "rubric_judge",
+    "citation_recall",
+    "claim_support",
+    "citation_precision",
     "entity_grounding",
     "context_utilisation",
+    "evidence_coverage",
+    "context_support",
+    "task_acceptance",
+    "abstention",
+    "stale_evidence",
 ];
 
 /// Built-in slice keys besides `metadata.*`.
-pub const BUILTIN_SLICES: &[&str] = &["relevant_position", "context_truncated"];
+/// `diagnostic_matrix` slices by `metadata.evidence_condition` (seed 004's matrix: `sufficient`,
+/// `missing`, `contradictory`, `irrelevant_additions`; values checked when cases load).
+pub const BUILTIN_SLICES: &[&str] = &[
+    "relevant_position",
+    "context_truncated",
+    "diagnostic_matrix",
+];
 
 /// A loaded, validated configuration with the folder it came from.
 #[derive(Debug, Clone)]
@@ -522,6 +697,11 @@ impl ProjectConfig {
     /// Absolute-or-relative path of the case file.
     pub fn cases_path(&self) -> PathBuf {
         self.dir.join(&self.options.cases)
+    }
+
+    /// Path of the score history named by `history:`, if any.
+    pub fn history_path(&self) -> Option<PathBuf> {
+        self.options.history.as_ref().map(|h| self.dir.join(h))
     }
 
     /// Path of the run store.
@@ -598,6 +778,22 @@ pub fn apply_override(value: &mut Value, assignment: &str) -> Result<(), SourceE
     Ok(())
 }
 
+/// Makes a `provider: local` judge's relative `path` relative to the config's folder, like
+/// every other path of the file (`${VAR}` paths are left for the judge layer to expand).
+fn resolve_local_model_paths(judges: &mut std::collections::BTreeMap<String, Value>, dir: &Path) {
+    for judge in judges.values_mut() {
+        if judge.get("provider").and_then(Value::as_str) != Some("local") {
+            continue;
+        }
+        if let Some(Value::String(p)) = judge.get_mut("path") {
+            if !p.starts_with("${") && Path::new(p.as_str()).is_relative() && dir != Path::new(".")
+            {
+                *p = dir.join(p.as_str()).display().to_string();
+            }
+        }
+    }
+}
+
 /// Loads `path`, applies `overrides` in order and validates the result.
 pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, ConfigError> {
     load_config_inner(path, overrides, None)
@@ -636,13 +832,14 @@ fn load_config_inner(
             Value::String(dataset.display().to_string()),
         );
     }
-    let options = validate(&doc, &value, overrides)?;
+    let mut options = validate(&doc, &value, overrides)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let dir = if dir.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {
         dir
     };
+    resolve_local_model_paths(&mut options.judges, &dir);
     Ok(ProjectConfig {
         source: doc,
         value,
@@ -838,8 +1035,10 @@ pub fn validate(
                 true,
                 format!("unknown slice `{slice}`"),
             );
-            err.expected =
-                Some("`metadata.<key>`, `relevant_position` or `context_truncated`".to_string());
+            err.expected = Some(
+                "`metadata.<key>`, `relevant_position`, `context_truncated` or `diagnostic_matrix`"
+                    .to_string(),
+            );
             let mut known: Vec<String> = BUILTIN_SLICES.iter().map(|s| s.to_string()).collect();
             known.push(format!("metadata.{slice}"));
             err.help = did_you_mean(slice, known.iter().map(String::as_str))
@@ -848,7 +1047,37 @@ pub fn validate(
             return Err(attribute(err, overrides, &format!("slices[{i}]")));
         }
     }
+    if options.sample.is_some_and(|s| s.size == 0) {
+        let mut err = doc.error_at("sample.size", true, "`sample.size` must be at least 1");
+        err.expected = Some("a number of cases, e.g. 30 (remove `sample:` to score all)".into());
+        return Err(attribute(err, overrides, "sample.size"));
+    }
     let judge_names: Vec<&str> = options.judges.keys().map(String::as_str).collect();
+    for (i, ev) in options.evaluators.iter().enumerate() {
+        let judge = match ev {
+            EvaluatorOptions::ContextSupport(o)
+            | EvaluatorOptions::TaskAcceptance(o)
+            | EvaluatorOptions::StaleEvidence(o) => o.judge.as_ref(),
+            EvaluatorOptions::EvidenceCoverage(CoverageOptions { k: Some(0), .. }) => {
+                let path = format!("evaluators[{i}].k");
+                let err = doc.error_at(&path, true, "`k` must be at least 1");
+                return Err(attribute(err, overrides, &path));
+            }
+            _ => None,
+        };
+        if let Some(name) = judge.filter(|n| !options.judges.contains_key(*n)) {
+            let path = format!("evaluators[{i}].judge");
+            let mut err = doc.error_at(&path, true, format!("no judge named `{name}`"));
+            err.expected = Some(if judge_names.is_empty() {
+                "a judge declared under `judges:`".to_string()
+            } else {
+                format!("one of {}", judge_names.join(", "))
+            });
+            err.help = did_you_mean(name, judge_names.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"));
+            return Err(attribute(err, overrides, &path));
+        }
+    }
     for (name, c) in &options.calibration {
         let path = format!("calibration.{name}");
         if !options.judges.contains_key(name) {
@@ -884,7 +1113,38 @@ pub fn validate(
     }
     for (i, ev) in options.evaluators.iter().enumerate() {
         let Some(judged) = ev.judged() else { continue };
-        let needs_llm = !matches!(ev, EvaluatorOptions::SemanticSimilarity(_));
+        let needs_llm = !matches!(
+            ev,
+            EvaluatorOptions::SemanticSimilarity(_) | EvaluatorOptions::ClaimSupport(_)
+        );
+        if let Some(t) = judged.threshold {
+            let takes_threshold = matches!(
+                ev,
+                EvaluatorOptions::ClaimSupport(_)
+                    | EvaluatorOptions::CitationRecall(_)
+                    | EvaluatorOptions::CitationPrecision(_)
+                    | EvaluatorOptions::Faithfulness(_)
+                    | EvaluatorOptions::ContextRecall(_)
+                    | EvaluatorOptions::CitationSupportJudge(_)
+            );
+            if !takes_threshold || !(-1.0..=1.0).contains(&t) {
+                let path = format!("evaluators[{i}].threshold");
+                let mut err = doc.error_at(
+                    &path,
+                    false,
+                    if takes_threshold {
+                        format!("`threshold` must be between -1 and 1, got {t}")
+                    } else {
+                        format!(
+                            "`threshold` is only for `claim_support`, and for `citation_recall`, `citation_precision`, `faithfulness`, `context_recall` and `citation_support_judge` with a local `nli` judge, not `{}`",
+                            ev.type_name()
+                        )
+                    },
+                );
+                err.help = Some("a cosine or probability threshold such as 0.6".to_string());
+                return Err(attribute(err, overrides, &path));
+            }
+        }
         let mut refs = vec![
             ("judge".to_string(), judged.judge.as_ref()),
             (
@@ -917,7 +1177,7 @@ pub fn validate(
             let mut err = doc.error_at(
                 &format!("evaluators[{i}]"),
                 true,
-                "`semantic_similarity` needs an embedding judge",
+                format!("`{}` needs an embedding judge", ev.type_name()),
             );
             err.help = Some("add `embedding_judge: NAME` (or `judge: NAME`)".to_string());
             return Err(err);

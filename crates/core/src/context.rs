@@ -234,6 +234,7 @@ mod tests {
             doc_id: "g".into(),
             chunk_id: None,
             text: "gold".into(),
+            metadata: None,
         }];
         let d = [p("a"), p("b"), p("c"), p("d")];
         let ids = |c: Context| {

@@ -15,9 +15,20 @@
 //! `expected.gold_context` and `expected.relevant` (with the same stable ids), so retrieval
 //! metrics count a retrieved context as relevant when its text is exactly a reference context.
 //! A record without `id` is `row-<line>`. Unknown keys are errors naming `file:line:col`.
+//!
+//! Rubrex fields (seed 004). A trace record may add `behavior` (what the system did: `answer`,
+//! `abstain` or `clarify`, kept as the output's `behavior`) and `claims` (human annotations:
+//! `[{"claim", "supported_by": [passage ids]}]`, kept as [`Trace::claims`]); its passages may
+//! carry `metadata.status` (`current` / `archived`) and `metadata.corpus_version`. A Ragas record
+//! has no such fields, so it declares them inside its `metadata` object, under names Ragas
+//! ignores: `expected_behavior` (→ `expected.behavior`), `behavior` (the system's),
+//! `retrieved_contexts_metadata` and `reference_contexts_metadata` (one object per context, in
+//! order: `status`, `corpus_version`, and `doc_id` to name the context instead of its hash) and
+//! `claims`. Every word is checked (`expected.behavior`, `status`, `metadata.evidence_condition`)
+//! with a located error and a suggestion.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::case::{first_col, key_column, strip_position, Case, CaseFileError, Expected};
@@ -103,6 +114,8 @@ pub const TRACE_KEYS: &[&str] = &[
     "context",
     "answer",
     "citations",
+    "behavior",
+    "claims",
 ];
 
 /// Reads and parses a dataset file.
@@ -276,6 +289,110 @@ pub fn parse_dataset(
 
 type Locate<'a> = dyn Fn(&str, String) -> SourceError + 'a;
 
+/// A located error for a Rubrex word outside its vocabulary (pointing at the value).
+fn bad_word(bad: crate::case::BadWord, at: &Locate<'_>) -> SourceError {
+    let field = bad.key_path.rsplit('.').next().unwrap_or(&bad.key_path);
+    let field = field.split('[').next().unwrap_or(field).to_string();
+    let mut err = at(&bad.value, format!("unknown {field} `{}`", bad.value));
+    err.key_path = Some(bad.key_path.clone());
+    err.expected = Some(format!("one of {}", bad.allowed.join(", ")));
+    err.help = did_you_mean(&bad.value, bad.allowed.iter().copied())
+        .map(|s| format!("did you mean `{s}`?"));
+    err
+}
+
+/// Checks the Rubrex words of a trace record: the case part and every passage's status.
+fn check_trace_words(
+    obj: &Map<String, Value>,
+    passages: &[(&str, &[Passage])],
+    at: &Locate<'_>,
+) -> Result<(), Box<SourceError>> {
+    if let Some(bad) = crate::case::check_rubrex_words(obj) {
+        return Err(Box::new(bad_word(bad, at)));
+    }
+    for (key, list) in passages {
+        for (i, p) in list.iter().enumerate() {
+            if let Some(bad) = crate::case::check_word(
+                p.metadata.as_ref().and_then(|m| m.get("status")),
+                &format!("{key}[{i}].metadata.status"),
+                crate::passage::EVIDENCE_STATUSES,
+            ) {
+                return Err(Box::new(bad_word(bad, at)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads `claims` (human claim annotations).
+fn claims_of(
+    value: Option<&Value>,
+    key: &str,
+    at: &Locate<'_>,
+) -> Result<Option<Vec<crate::trace::ClaimAnnotation>>, Box<SourceError>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            let mut err = at(
+                key,
+                format!("invalid `claims`: {}", strip_position(&e.to_string())),
+            );
+            err.expected =
+                Some("a list of {\"claim\": text, \"supported_by\": [passage ids]}".to_string());
+            Box::new(err)
+        }),
+    }
+}
+
+/// Reads a Ragas `metadata.<key>` list of per-context objects, one per context.
+fn context_metadata(
+    metadata: &Map<String, Value>,
+    key: &str,
+    count: usize,
+    at: &Locate<'_>,
+) -> Result<Option<Vec<Map<String, Value>>>, Box<SourceError>> {
+    match metadata.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.len() == count => items
+            .iter()
+            .map(|v| match v {
+                Value::Object(m) => Ok(m.clone()),
+                Value::Null => Ok(Map::new()),
+                _ => Err(Box::new(at(
+                    key,
+                    format!("wrong type: `metadata.{key}` must be a list of objects"),
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(Value::Array(items)) => {
+            let mut err = at(
+                key,
+                format!(
+                    "`metadata.{key}` has {} entries for {count} contexts",
+                    items.len()
+                ),
+            );
+            err.help = Some("give one object per context, in the same order".to_string());
+            Err(Box::new(err))
+        }
+        Some(_) => Err(Box::new(at(
+            key,
+            format!("wrong type: `metadata.{key}` must be a list of objects"),
+        ))),
+    }
+}
+
+/// Applies one per-context metadata object to a passage (`doc_id` renames it).
+fn apply_metadata(passage: &mut Passage, mut m: Map<String, Value>) {
+    if let Some(Value::String(id)) = m.remove("doc_id") {
+        passage.doc_id = id;
+    }
+    if !m.is_empty() {
+        passage.metadata = Some(m);
+    }
+}
+
 fn strings(value: &Value, key: &str, at: &Locate<'_>) -> Result<Vec<String>, Box<SourceError>> {
     match value {
         Value::Null => Ok(Vec::new()),
@@ -420,7 +537,71 @@ fn ragas_record(
         None | Some(Value::Null) => None,
         Some(v) => Some(strings(v, "reference_contexts", at)?),
     };
-    let candidates: Vec<Passage> = retrieved.iter().map(|t| text_passage(t)).collect();
+    let metadata = metadata_of(&obj, at)?;
+    let mut candidates: Vec<Passage> = retrieved.iter().map(|t| text_passage(t)).collect();
+    if let Some(list) = context_metadata(
+        &metadata,
+        "retrieved_contexts_metadata",
+        candidates.len(),
+        at,
+    )? {
+        for (p, m) in candidates.iter_mut().zip(list) {
+            apply_metadata(p, m);
+        }
+    }
+    let mut gold: Option<Vec<Passage>> = reference_contexts
+        .as_ref()
+        .map(|refs| refs.iter().map(|t| text_passage(t)).collect());
+    if let Some(gold) = gold.as_mut() {
+        if let Some(list) =
+            context_metadata(&metadata, "reference_contexts_metadata", gold.len(), at)?
+        {
+            for (p, m) in gold.iter_mut().zip(list) {
+                apply_metadata(p, m);
+            }
+        }
+    }
+    let expected_behavior = match metadata.get("expected_behavior") {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let mut probe = Map::new();
+            probe.insert("expected".into(), json!({"behavior": v}));
+            if let Some(mut bad) = crate::case::check_rubrex_words(&probe) {
+                bad.key_path = "metadata.expected_behavior".into();
+                return Err(Box::new(bad_word(bad, at)));
+            }
+            v.as_str().and_then(crate::case::Behavior::parse)
+        }
+    };
+    for (key, list) in [
+        ("metadata.retrieved_contexts_metadata", Some(&candidates)),
+        ("metadata.reference_contexts_metadata", gold.as_ref()),
+    ] {
+        for (i, p) in list.into_iter().flatten().enumerate() {
+            if let Some(bad) = crate::case::check_word(
+                p.metadata.as_ref().and_then(|m| m.get("status")),
+                &format!("{key}[{i}].status"),
+                crate::passage::EVIDENCE_STATUSES,
+            ) {
+                return Err(Box::new(bad_word(bad, at)));
+            }
+        }
+    }
+    if let Some(bad) = crate::case::check_word(
+        metadata.get("behavior"),
+        "metadata.behavior",
+        crate::case::BEHAVIORS,
+    )
+    .or_else(|| {
+        crate::case::check_word(
+            metadata.get("evidence_condition"),
+            "metadata.evidence_condition",
+            crate::case::EVIDENCE_CONDITIONS,
+        )
+    }) {
+        return Err(Box::new(bad_word(bad, at)));
+    }
+    let claims = claims_of(metadata.get("claims"), "metadata", at)?;
     let mut input = Map::new();
     input.insert("question".to_string(), Value::String(question));
     let case = Case {
@@ -428,28 +609,30 @@ fn ragas_record(
         input,
         expected: Expected {
             answer: text_of(obj.get("reference")),
-            relevant: reference_contexts.as_ref().map(|refs| {
+            relevant: gold.as_ref().map(|refs| {
                 refs.iter()
-                    .map(|t| RelevantPassage {
-                        doc_id: stable_id(t),
+                    .map(|p| RelevantPassage {
+                        doc_id: p.doc_id.clone(),
                         chunk_id: None,
                         grade: 1.0,
+                        metadata: p.metadata.clone(),
                     })
                     .collect()
             }),
-            gold_context: reference_contexts.as_ref().map(|refs| {
+            gold_context: gold.as_ref().map(|refs| {
                 refs.iter()
-                    .map(|t| GoldPassage {
-                        doc_id: stable_id(t),
+                    .map(|p| GoldPassage {
+                        doc_id: p.doc_id.clone(),
                         chunk_id: None,
-                        text: t.clone(),
+                        text: p.text.clone().unwrap_or_default(),
+                        metadata: p.metadata.clone(),
                     })
                     .collect()
             }),
-            behavior: None,
+            behavior: expected_behavior,
             extra: Map::new(),
         },
-        metadata: metadata_of(&obj, at)?,
+        metadata: metadata.clone(),
     };
     let mut trace = Trace::new(&id);
     trace.context = Some(assemble(&candidates, candidates.len(), None));
@@ -462,7 +645,11 @@ fn ragas_record(
     if let Some(answer) = text_of(obj.get("response")) {
         generation.insert("answer".to_string(), answer);
     }
+    if let Some(b) = text_of(metadata.get("behavior")) {
+        generation.insert("behavior".to_string(), b);
+    }
     trace.generation = Some(generation);
+    trace.claims = claims;
     Ok((Record { case, trace }, legacy))
 }
 
@@ -508,6 +695,9 @@ fn trace_record(
 ) -> Result<Record, Box<SourceError>> {
     if let Some(key) = obj.keys().find(|k| !TRACE_KEYS.contains(&k.as_str())) {
         return Err(unknown_key(key, TRACE_KEYS, at));
+    }
+    if let Some(bad) = crate::case::check_rubrex_words(&obj) {
+        return Err(Box::new(bad_word(bad, at)));
     }
     let id = record_id(&obj, line_no, at)?;
     let mut case_value = Map::new();
@@ -568,15 +758,41 @@ fn trace_record(
         Some(v) => Some(context_of(passages(v, "context", at)?, &all)),
     };
     let mut generation = Map::new();
-    for key in ["answer", "citations"] {
+    for key in ["answer", "citations", "behavior"] {
         if let Some(v) = text_of(obj.get(key)) {
             generation.insert(key.to_string(), v);
         }
     }
+    if let Some(bad) =
+        crate::case::check_word(obj.get("behavior"), "behavior", crate::case::BEHAVIORS)
+    {
+        return Err(Box::new(bad_word(bad, at)));
+    }
+    let claims = claims_of(obj.get("claims"), "claims", at)?;
+    check_trace_words(
+        &obj,
+        &[
+            ("retrieval.candidates", &all),
+            (
+                "context",
+                &context
+                    .as_ref()
+                    .map(|c| {
+                        c.passages
+                            .iter()
+                            .map(|p| p.passage.clone())
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            ),
+        ],
+        at,
+    )?;
     let mut trace = Trace::new(&id);
     trace.retrieval = candidates;
     trace.context = context;
     trace.generation = Some(generation);
+    trace.claims = claims;
     Ok(Record { case, trace })
 }
 
@@ -635,6 +851,65 @@ mod tests {
         assert_eq!(
             errs[0].help.as_deref(),
             Some("did you mean `retrieved_contexts`?")
+        );
+    }
+
+    #[test]
+    fn ragas_metadata_carries_the_rubrex_fields() {
+        let text = r#"{"user_input":"q","retrieved_contexts":["A","B"],"response":"r","reference_contexts":["A"],"metadata":{"expected_behavior":"answer","behavior":"answer","retrieved_contexts_metadata":[{"doc_id":"refund-old","status":"archived"},{}],"reference_contexts_metadata":[{"status":"current"}],"claims":[{"claim":"c","supported_by":["refund-old"]}],"evidence_condition":"contradictory"}}"#;
+        let d = parse_dataset("d.jsonl", text, None).unwrap();
+        let r = &d.records[0];
+        assert_eq!(
+            r.case.expected.behavior,
+            Some(crate::case::Behavior::Answer)
+        );
+        let c = &r.trace.retrieval.as_ref().unwrap().candidates;
+        assert_eq!(c[0].doc_id, "refund-old");
+        assert_eq!(c[0].status(), Ok(crate::passage::EvidenceStatus::Archived));
+        assert_eq!(c[1].doc_id, stable_id("B"));
+        assert_eq!(
+            r.trace.declared_behavior(),
+            Ok(Some(crate::case::Behavior::Answer))
+        );
+        assert_eq!(
+            r.trace.claims.as_ref().unwrap()[0].supported_by,
+            ["refund-old"]
+        );
+        let short = r#"{"user_input":"q","retrieved_contexts":["A","B"],"metadata":{"retrieved_contexts_metadata":[{}]}}"#;
+        let errs = parse_dataset("d.jsonl", short, None).unwrap_err();
+        assert!(
+            errs[0].message.contains("has 1 entries for 2 contexts"),
+            "{}",
+            errs[0].message
+        );
+        let typo = r#"{"user_input":"q","metadata":{"expected_behavior":"clarfy"}}"#;
+        let errs = parse_dataset("d.jsonl", typo, None).unwrap_err();
+        assert_eq!(errs[0].help.as_deref(), Some("did you mean `clarify`?"));
+        assert_eq!(errs[0].location(), "d.jsonl:1:51");
+    }
+
+    #[test]
+    fn trace_records_carry_behavior_claims_and_checked_statuses() {
+        let text = r#"{"id":"c","input":{},"expected":{"behavior":"abstain"},"retrieval":{"candidates":[{"doc_id":"d","metadata":{"status":"archived"}}]},"answer":"no idea","behavior":"abstain","claims":[]}"#;
+        let d = parse_dataset("t.jsonl", text, None).unwrap();
+        let t = &d.records[0].trace;
+        assert_eq!(
+            t.declared_behavior(),
+            Ok(Some(crate::case::Behavior::Abstain))
+        );
+        assert_eq!(t.claims, Some(Vec::new()));
+        let bad = text.replace(r#""status":"archived""#, r#""status":"stale""#);
+        let errs = parse_dataset("t.jsonl", &bad, None).unwrap_err();
+        assert_eq!(
+            errs[0].key_path.as_deref(),
+            Some("retrieval.candidates[0].metadata.status")
+        );
+        let bad = text.replace(r#""claims":[]"#, r#""claims":[{"text":"x"}]"#);
+        let errs = parse_dataset("t.jsonl", &bad, None).unwrap_err();
+        assert!(
+            errs[0].message.starts_with("invalid `claims`"),
+            "{}",
+            errs[0].message
         );
     }
 

@@ -17,9 +17,68 @@ pub struct Passage {
     /// Passage text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Free-form metadata.
+    /// Free-form metadata; `status` (`current` / `archived`, see [`EvidenceStatus`]) and
+    /// `corpus_version` are read by the Rubrex evaluators.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+}
+
+impl Passage {
+    /// The passage's authority: `metadata.status`, `current` when absent.
+    pub fn status(&self) -> Result<EvidenceStatus, String> {
+        EvidenceStatus::of(self.metadata.as_ref())
+    }
+}
+
+/// Whether a passage states current policy (`metadata.status`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceStatus {
+    /// In force (the default when a passage says nothing).
+    #[default]
+    Current,
+    /// Superseded: it may support an answer, but not one the current contract accepts.
+    Archived,
+}
+
+/// The values `metadata.status` may take.
+pub const EVIDENCE_STATUSES: &[&str] = &["current", "archived"];
+
+impl EvidenceStatus {
+    /// `current` or `archived`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvidenceStatus::Current => "current",
+            EvidenceStatus::Archived => "archived",
+        }
+    }
+
+    /// Parses a status word.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "current" => Some(EvidenceStatus::Current),
+            "archived" => Some(EvidenceStatus::Archived),
+            _ => None,
+        }
+    }
+
+    /// The `status` of a metadata map: `current` when absent, an error naming the value when
+    /// it is not one of [`EVIDENCE_STATUSES`].
+    pub fn of(metadata: Option<&Map<String, Value>>) -> Result<Self, String> {
+        match metadata.and_then(|m| m.get("status")) {
+            None | Some(Value::Null) => Ok(EvidenceStatus::Current),
+            Some(Value::String(s)) => Self::parse(s).ok_or_else(|| {
+                format!(
+                    "unknown status `{s}`: expected one of {}",
+                    EVIDENCE_STATUSES.join(", ")
+                )
+            }),
+            Some(other) => Err(format!(
+                "`status` must be a string, one of {}, not {other}",
+                EVIDENCE_STATUSES.join(", ")
+            )),
+        }
+    }
 }
 
 /// The result of `retrieve(input, depth)`.

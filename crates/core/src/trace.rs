@@ -86,6 +86,19 @@ pub struct CacheUse {
     pub generate: Option<bool>,
 }
 
+/// A human annotation of one claim of the answer (Rubrex worksheets): the claim and the ids of
+/// the passages that support it (empty: unsupported). Recorded datasets carry them as `claims`;
+/// the Rubrex evaluators read them instead of asking a judge.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimAnnotation {
+    /// The claim, as the annotator wrote it.
+    pub claim: String,
+    /// Ids (`doc_id`, or `chunk_id`) of the passages that support it.
+    #[serde(default)]
+    pub supported_by: Vec<String>,
+}
+
 /// Everything one case did: retrieval, context, generation, latency, errors, cache use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Trace {
@@ -118,6 +131,11 @@ pub struct Trace {
     /// runs of a diagnosis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervention: Option<String>,
+    /// Human claim annotations of the answer, for recorded datasets (never produced by a
+    /// system; a recorded run's system version is the dataset's hash, so an edited annotation
+    /// is a new execution and is judged again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<Vec<ClaimAnnotation>>,
 }
 
 impl Trace {
@@ -134,6 +152,7 @@ impl Trace {
             cache: CacheUse::default(),
             stderr: Vec::new(),
             intervention: None,
+            claims: None,
         }
     }
 
@@ -145,6 +164,23 @@ impl Trace {
     /// The answer text, if the generation returned a string `answer`.
     pub fn answer(&self) -> Option<&str> {
         self.output_field("answer")?.as_str()
+    }
+
+    /// The behaviour the system declared in its output's `behavior` field (`answer`,
+    /// `abstain`, `clarify`): `Ok(None)` when it declared none, an error for another value.
+    pub fn declared_behavior(&self) -> Result<Option<crate::case::Behavior>, String> {
+        match self.output_field("behavior") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => crate::case::Behavior::parse(s).map(Some).ok_or_else(|| {
+                format!(
+                    "the system declared behavior `{s}`: expected one of {}",
+                    crate::case::BEHAVIORS.join(", ")
+                )
+            }),
+            Some(other) => Err(format!(
+                "the system's `behavior` must be a string, not {other}"
+            )),
+        }
     }
 
     /// Cited ids (strings; other values are ignored).

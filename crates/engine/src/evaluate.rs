@@ -145,6 +145,11 @@ pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
                 options: options.clone(),
             })
         }
+        EvaluatorOptions::EvidenceCoverage(_)
+        | EvaluatorOptions::ContextSupport(_)
+        | EvaluatorOptions::TaskAcceptance(_)
+        | EvaluatorOptions::Abstention(_)
+        | EvaluatorOptions::StaleEvidence(_) => crate::rubrex::build(options),
         other => Box::new(Judged {
             criterion,
             options: other.clone(),

@@ -60,10 +60,19 @@ impl JudgeRegistry {
 
     /// Settings of `name` (what identifies its judgments), as JSON.
     pub fn identity(&self, name: &str) -> Value {
-        self.settings
+        let mut identity = self
+            .settings
             .get(name)
             .and_then(|s| serde_json::to_value(s).ok())
-            .unwrap_or(Value::Null)
+            .unwrap_or(Value::Null);
+        // A local model is identified by its content, not only by its path.
+        if let (Some(model), Value::Object(map)) = (
+            self.clients.get(name).and_then(|c| c.model_identity()),
+            &mut identity,
+        ) {
+            map.insert("model_identity".into(), Value::String(model));
+        }
+        identity
     }
 
     /// Dollars spent by every judge of this process so far.
@@ -82,6 +91,35 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
         let settings: JudgeSettings = config.source.deserialize_at(value, &path)?;
         if let Err(message) = settings.validate() {
             return Err(config.source.error_at(&path, false, message));
+        }
+        // A local model's path is checked here, where the error can point at it; the files
+        // themselves are checked when the model loads.
+        if settings.provider == oloproof_judge::Provider::Local && !oloproof_judge::LOCAL_MODELS {
+            let key = format!("{path}.provider");
+            return Err(config
+                .source
+                .error_at(&key, false, oloproof_judge::WITHOUT_LOCAL_MODELS));
+        }
+        if settings.provider == oloproof_judge::Provider::Local {
+            let key = format!("{path}.path");
+            match settings.local_path() {
+                Err(message) => return Err(config.source.error_at(&key, false, message)),
+                Ok(p) if !p.exists() => {
+                    let mut err = config.source.error_at(
+                        &key,
+                        false,
+                        format!("{}: no such file or folder", p.display()),
+                    );
+                    err.expected = Some(match settings.kind {
+                        Some(oloproof_judge::LocalKind::Generate) => {
+                            "a GGUF chat model file (.gguf) or a folder holding one".to_string()
+                        }
+                        _ => "a model folder in the Hugging Face layout (config.json, tokenizer.json, model.safetensors)".to_string(),
+                    });
+                    return Err(err);
+                }
+                Ok(_) => {}
+            }
         }
     }
     Ok(())
@@ -161,7 +199,9 @@ pub struct JudgeEnv<'a> {
 /// How a judged criterion is summarised.
 pub fn kind(options: &EvaluatorOptions) -> SummaryKind {
     match options {
-        EvaluatorOptions::GroundednessJudge(_) => SummaryKind::Proportion,
+        EvaluatorOptions::GroundednessJudge(_) | EvaluatorOptions::ClaimSupport(_) => {
+            SummaryKind::Proportion
+        }
         _ => SummaryKind::Mean,
     }
 }
@@ -184,7 +224,7 @@ fn reference_of(case: &Case) -> Option<String> {
     }
 }
 
-fn call_detail(calls: &[CallRecord]) -> Value {
+pub(crate) fn call_detail(calls: &[CallRecord]) -> Value {
     Value::Array(
         calls
             .iter()
@@ -204,6 +244,28 @@ fn call_detail(calls: &[CallRecord]) -> Value {
             })
             .collect(),
     )
+}
+
+/// The texts of the context passages the answer cites (by passage or chunk id).
+fn cited_sources(trace: &Trace) -> Vec<String> {
+    let cited = trace.citations();
+    trace
+        .context
+        .as_ref()
+        .map(|c| {
+            c.passages
+                .iter()
+                .filter(|p| {
+                    cited.contains(&p.passage.doc_id)
+                        || p.passage
+                            .chunk_id
+                            .as_ref()
+                            .is_some_and(|ch| cited.contains(ch))
+                })
+                .filter_map(|p| p.passage.text.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Judges one case for a judged evaluator.
@@ -291,29 +353,69 @@ pub fn evaluate(
                     message: "this evaluator without `judge:`".into(),
                 })
         };
+        // A local NLI model verifies claims itself: the answer's sentences against the
+        // context (faithfulness), the reference's against the context (context recall), the
+        // answer against its cited passages (citation support).
+        if let Some(nli) = judge.filter(|j| crate::claim_support::is_pair_classifier(j)) {
+            let threshold = judged
+                .threshold
+                .unwrap_or(crate::claim_support::DEFAULT_NLI_THRESHOLD);
+            let sentences = oloproof_metrics::rag::claims::split_claims;
+            match options {
+                EvaluatorOptions::Faithfulness(_) => {
+                    return crate::claim_support::nli_entailed_share(
+                        nli,
+                        &sentences(&answer),
+                        &contexts,
+                        threshold,
+                        "nli: answer sentences against the context",
+                    );
+                }
+                EvaluatorOptions::ContextRecall(_) => {
+                    let Some(reference) = reference.as_deref() else {
+                        return Ok(JudgedScore {
+                            value: None,
+                            excluded_reason: Some("no_reference"),
+                            detail: Value::Null,
+                            calls: Vec::new(),
+                        });
+                    };
+                    return crate::claim_support::nli_entailed_share(
+                        nli,
+                        &sentences(reference),
+                        &contexts,
+                        threshold,
+                        "nli: reference sentences against the context",
+                    );
+                }
+                EvaluatorOptions::CitationSupportJudge(_) => {
+                    let cited = cited_sources(trace);
+                    if cited.is_empty() {
+                        return Ok(JudgedScore {
+                            value: None,
+                            excluded_reason: Some("no_citations"),
+                            detail: Value::Null,
+                            calls: Vec::new(),
+                        });
+                    }
+                    return crate::claim_support::nli_entailed_share(
+                        nli,
+                        std::slice::from_ref(&answer),
+                        &[cited.join("\n")],
+                        threshold,
+                        "nli: the answer against its cited passages",
+                    );
+                }
+                _ => {}
+            }
+        }
         match options {
             EvaluatorOptions::GroundednessJudge(_) => {
                 ragas::groundedness_judge(need()?, cache, &sample, repeat)
             }
             EvaluatorOptions::CitationSupportJudge(_) => {
                 let cited = trace.citations();
-                let sources: Vec<String> = trace
-                    .context
-                    .as_ref()
-                    .map(|c| {
-                        c.passages
-                            .iter()
-                            .filter(|p| {
-                                cited.contains(&p.passage.doc_id)
-                                    || p.passage
-                                        .chunk_id
-                                        .as_ref()
-                                        .is_some_and(|ch| cited.contains(ch))
-                            })
-                            .filter_map(|p| p.passage.text.clone())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let sources = cited_sources(trace);
                 let items = if cited.is_empty() {
                     Vec::new()
                 } else {
@@ -371,6 +473,33 @@ pub fn evaluate(
                 };
                 ragas::rubric_judge_with(need()?, cache, &sample, &rubric, repeat)
             }
+            EvaluatorOptions::CitationRecall(_) | EvaluatorOptions::CitationPrecision(_) => {
+                let measure = if matches!(options, EvaluatorOptions::CitationRecall(_)) {
+                    crate::alce::CitationMeasure::Recall
+                } else {
+                    crate::alce::CitationMeasure::Precision
+                };
+                crate::alce::judge_citations(
+                    need()?,
+                    cache,
+                    &sample,
+                    trace,
+                    crate::alce::CitationSettings {
+                        at_most_citations: judged.at_most_citations,
+                        nli_threshold: judged
+                            .threshold
+                            .unwrap_or(crate::claim_support::DEFAULT_NLI_THRESHOLD),
+                        measure,
+                    },
+                    repeat,
+                )
+            }
+            EvaluatorOptions::ClaimSupport(_) => crate::claim_support::score(
+                judge.map(|j| j.as_ref()),
+                embedder.map(|e| e.as_ref()),
+                &sample,
+                judged.threshold,
+            ),
             _ => ragas::semantic_similarity(&embed_fn, &sample),
         }
     };

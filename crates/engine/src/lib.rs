@@ -9,15 +9,21 @@
 //! that was interrupted.
 #![warn(missing_docs)]
 
+pub mod alce;
 pub mod calibrate;
+pub mod claim_support;
 pub mod compare;
 pub mod diagnose;
 pub mod error;
 pub mod evaluate;
 pub mod execute;
+pub mod gate;
+pub mod generate;
+pub mod history;
 pub mod judged;
 pub mod position;
 pub mod recorded;
+pub mod rubrex;
 pub mod run;
 pub mod settings;
 pub mod summary;

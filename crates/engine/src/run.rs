@@ -89,7 +89,10 @@ fn store_dir(store_path: &Path) -> PathBuf {
 }
 
 pub(crate) fn shim(store_path: &Path) -> Result<PathBuf, EngineError> {
+    // Absolute: workers start in the project folder, so a path relative to the caller's
+    // directory would not find the shim from there.
     let root = store_dir(store_path);
+    let root = std::path::absolute(&root).unwrap_or(root);
     install_python_shim(&root).map_err(|source| EngineError::Shim {
         path: root.display().to_string(),
         source,
@@ -220,6 +223,29 @@ pub fn resume_run(
         flags.max_cost,
         observer,
     )
+}
+
+/// The ids of the cases a `sample:` scores: the `size` ids whose sha256 of the canonical JSON
+/// `{"case": id, "seed": seed}` is smallest (every id when there are fewer).
+///
+/// The choice depends on the ids and the seed only, never on the order of the file: reordering
+/// the cases keeps the sample, and adding a case changes it by at most that case (it enters if
+/// its hash ranks among the `size` smallest, pushing out the largest). Duplicate ids count once.
+pub fn sample_case_ids<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    sample: oloproof_core::config::SampleOptions,
+) -> std::collections::HashSet<String> {
+    let mut keyed: Vec<(String, &str)> = ids
+        .into_iter()
+        .map(|id| (content_hash(&json!({"case": id, "seed": sample.seed})), id))
+        .collect();
+    keyed.sort();
+    keyed.dedup_by(|a, b| a.1 == b.1);
+    keyed
+        .into_iter()
+        .take(sample.size)
+        .map(|(_, id)| id.to_string())
+        .collect()
 }
 
 /// Re-summarises a stored run from its verdicts (no system call).
@@ -713,4 +739,36 @@ pub(crate) fn execute_pending(
         error_rate,
         max_error_rate,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::config::SampleOptions;
+
+    #[test]
+    fn the_sample_depends_on_ids_and_seed_only() {
+        let ids: Vec<String> = (0..40).map(|i| format!("case_{i:02}")).collect();
+        let sample = SampleOptions { size: 10, seed: 7 };
+        let a = sample_case_ids(ids.iter().map(String::as_str), sample);
+        assert_eq!(a.len(), 10);
+        // Reordered: the same sample.
+        let b = sample_case_ids(ids.iter().rev().map(String::as_str), sample);
+        assert_eq!(a, b);
+        // Another seed: another sample.
+        let c = sample_case_ids(
+            ids.iter().map(String::as_str),
+            SampleOptions { seed: 8, ..sample },
+        );
+        assert_ne!(a, c);
+        // One case added: at most one chosen case changes.
+        let mut more = ids.clone();
+        more.push("case_new".into());
+        let d = sample_case_ids(more.iter().map(String::as_str), sample);
+        assert_eq!(d.len(), 10);
+        assert!(a.difference(&d).count() <= 1);
+        // Fewer cases than the size: all of them.
+        let all = sample_case_ids(ids[..3].iter().map(String::as_str), sample);
+        assert_eq!(all.len(), 3);
+    }
 }

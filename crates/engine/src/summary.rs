@@ -181,6 +181,92 @@ pub struct RunSummary {
     /// Judge calls, tokens and cost, when the run has judged criteria.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judges: Option<JudgeUsage>,
+    /// How far repeated judgments agree, per judged criterion judged more than once a case
+    /// (`run --repeats N` or an evaluator's `repeats:`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeat_agreement: Vec<RepeatAgreement>,
+}
+
+/// Agreement of a judged criterion's repeated judgments of the same cases.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RepeatAgreement {
+    /// The criterion.
+    pub criterion: String,
+    /// Judgments per case.
+    pub repeats: u32,
+    /// Cases with at least two defined repeat values.
+    pub cases: u64,
+    /// Of those, the cases whose repeats all gave the same value.
+    pub identical: u64,
+    /// Krippendorff's alpha with the repeats as coders and the cases as units (`None` when
+    /// undefined, e.g. every value identical).
+    pub alpha: Option<f64>,
+    /// Alpha's metric: `nominal` for pass/fail criteria, `interval` for scores.
+    pub level: String,
+}
+
+/// [`RepeatAgreement`] of every criterion whose verdicts record several repeats
+/// (`detail.repeats > 1`, values in `detail.result.repeats[*].value`).
+pub fn repeat_agreement(
+    criteria: &[(String, SummaryKind)],
+    outcomes: &[CaseOutcome<'_>],
+) -> Vec<RepeatAgreement> {
+    let mut out = Vec::new();
+    for (name, kind) in criteria {
+        let mut repeats = 0u32;
+        let mut units: Vec<Vec<Option<f64>>> = Vec::new();
+        for o in outcomes {
+            let Some(v) = o.verdicts.iter().find(|v| &v.criterion == name) else {
+                continue;
+            };
+            let n = v.detail["repeats"].as_u64().unwrap_or(1) as u32;
+            let Some(per_repeat) = v.detail["result"]["repeats"].as_array() else {
+                continue;
+            };
+            if n < 2 {
+                continue;
+            }
+            repeats = repeats.max(n);
+            units.push(per_repeat.iter().map(|r| r["value"].as_f64()).collect());
+        }
+        if repeats < 2 {
+            continue;
+        }
+        let defined: Vec<&Vec<Option<f64>>> = units
+            .iter()
+            .filter(|u| u.iter().flatten().count() >= 2)
+            .collect();
+        let identical = defined
+            .iter()
+            .filter(|u| {
+                let mut values = u.iter().flatten();
+                let first = values.next();
+                values.all(|v| Some(v) == first)
+            })
+            .count() as u64;
+        let level = if *kind == SummaryKind::Proportion {
+            oloproof_metrics::agreement::Level::Nominal
+        } else {
+            oloproof_metrics::agreement::Level::Interval
+        };
+        let alpha = oloproof_metrics::agreement::krippendorff_alpha(&units, level)
+            .ok()
+            .flatten();
+        out.push(RepeatAgreement {
+            criterion: name.clone(),
+            repeats,
+            cases: defined.len() as u64,
+            identical,
+            alpha,
+            level: if *kind == SummaryKind::Proportion {
+                "nominal"
+            } else {
+                "interval"
+            }
+            .to_string(),
+        });
+    }
+    out
 }
 
 /// One finished case as the summary reads it.
@@ -231,6 +317,10 @@ pub fn summarize_criterion(
         excluded_reasons: reasons,
     };
     if n == 0 {
+        // A pass/fail criterion with nothing observed reads `0 / 0 observed`, not a mean.
+        if as_proportion {
+            s.passed = Some(0);
+        }
         return s;
     }
     let mean = values.iter().sum::<f64>() / n as f64;
@@ -265,6 +355,12 @@ pub fn slice_value(key: &str, outcome: &CaseOutcome<'_>) -> String {
             None => "n/a".to_string(),
         },
         other => {
+            // `diagnostic_matrix`: Rubrex's evidence conditions (seed 004).
+            let other = if other == "diagnostic_matrix" {
+                "metadata.evidence_condition"
+            } else {
+                other
+            };
             let path = other.strip_prefix("metadata.").unwrap_or(other);
             match outcome.case.metadata_at(path) {
                 Some(Value::String(s)) => s.clone(),
@@ -439,6 +535,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         bootstrap_seed: inputs.seed,
         bootstrap_resamples: inputs.resamples,
         judges: None,
+        repeat_agreement: repeat_agreement(inputs.criteria, outcomes),
     }
 }
 

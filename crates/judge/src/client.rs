@@ -6,6 +6,13 @@
 //! validate against the schema and the caller's check → on failure one repair request (the
 //! conversation plus the model's raw reply and a user message stating the error) → the
 //! judgment, or [`JudgeError::InvalidOutput`].
+//!
+//! A `provider: local` client loads its model once, in [`JudgeClient::new`] (a load error is a
+//! settings error), and answers in-process: embeddings from a `kind: embedding` model, pair
+//! scores from `nli`/`cross_encoder`, and chat completions from a `generate` model — whose
+//! replies go through the same parsing, validation and one repair, the schema being stated in
+//! the prompt. Its cache keys add the model's content identity (sha256 of `config.json` and
+//! the weights), so replacing the files at the same path is a new model.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -15,6 +22,7 @@ use serde_json::{json, Value};
 use crate::cache::{cache_key, CallRecord, JudgeCache};
 use crate::error::JudgeError;
 use crate::limiter::{self, Limiter};
+use crate::local::{self, LocalFailure, LocalModel};
 use crate::request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 use crate::schema;
 use crate::settings::{JudgeSettings, Provider, StructuredOutput};
@@ -48,6 +56,8 @@ pub struct JudgeClient {
     backoff_base: Duration,
     backoff_max: Duration,
     totals: Mutex<UsageTotals>,
+    /// The loaded model of a `provider: local` judge.
+    local: Option<Arc<LocalModel>>,
 }
 
 impl std::fmt::Debug for JudgeClient {
@@ -96,8 +106,21 @@ impl JudgeClient {
             .user_agent(concat!("oloproof/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        let limiter = limiter::for_endpoint(settings.base(), settings.max_concurrency);
+        let (local, endpoint) = if settings.provider == Provider::Local {
+            let model = local::load(&settings).map_err(|e| JudgeError::Settings {
+                judge: name.into(),
+                message: match e {
+                    LocalFailure::Load(m) | LocalFailure::Call(m) => m,
+                },
+            })?;
+            let endpoint = format!("local:{}", settings.path.as_deref().unwrap_or(""));
+            (Some(Arc::new(model)), endpoint)
+        } else {
+            (None, settings.base().to_string())
+        };
+        let limiter = limiter::for_endpoint(&endpoint, settings.max_concurrency);
         Ok(JudgeClient {
+            local,
             name: name.to_string(),
             settings,
             agent,
@@ -124,6 +147,55 @@ impl JudgeClient {
     /// The judge's settings.
     pub fn settings(&self) -> &JudgeSettings {
         &self.settings
+    }
+
+    /// The content identity of a `provider: local` judge's model (sha256 over its
+    /// `config.json` and weights, or of its GGUF file); `None` for HTTP providers, whose model
+    /// is identified by name.
+    pub fn model_identity(&self) -> Option<String> {
+        self.local.as_ref().map(|m| m.identity())
+    }
+
+    /// The judgment cache key of `request`: [`cache_key`], extended with the model identity
+    /// for a local model.
+    pub fn judgment_key(&self, request: &JudgeRequest) -> String {
+        let key = cache_key(&self.settings, request);
+        match self.model_identity() {
+            None => key,
+            Some(identity) => oloproof_core::identity::content_hash(&json!({
+                "kind": "local_judgment",
+                "judgment": key,
+                "model_identity": identity,
+            })),
+        }
+    }
+
+    /// The error of a failed local call.
+    fn local_error(&self, failure: LocalFailure) -> JudgeError {
+        let message = match failure {
+            LocalFailure::Load(m) | LocalFailure::Call(m) => m,
+        };
+        JudgeError::Protocol {
+            judge: self.name.clone(),
+            url: format!(
+                "local model {}",
+                self.settings.path.as_deref().unwrap_or("")
+            ),
+            message,
+        }
+    }
+
+    /// Scores `(premise, hypothesis)` pairs with a `kind: nli` (entailment probability) or
+    /// `kind: cross_encoder` (relevance) local judge, in `[0, 1]`; long premises are scored
+    /// as the best of overlapping windows.
+    pub fn score_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<f32>, JudgeError> {
+        match &self.local {
+            Some(model) => model.score_pairs(pairs).map_err(|e| self.local_error(e)),
+            None => Err(JudgeError::Unsupported {
+                judge: self.name.clone(),
+                message: "pair scores need a `provider: local` judge of `kind: nli` or `kind: cross_encoder`".into(),
+            }),
+        }
     }
 
     /// The endpoint's current concurrency limit (shrinks on 429, grows back on success).
@@ -258,7 +330,7 @@ impl JudgeClient {
         request: &JudgeRequest,
         check: &dyn Fn(&Value) -> Result<(), String>,
     ) -> Result<CallRecord, JudgeError> {
-        let key = cache_key(&self.settings, request);
+        let key = self.judgment_key(request);
         if let Some((raw, parsed)) = cache.get(&key) {
             if schema::validate(&request.schema, &parsed)
                 .and_then(|()| check(&parsed))
@@ -311,7 +383,7 @@ impl JudgeClient {
     ) -> Result<(CallRecord, Option<Value>), JudgeError> {
         let key = oloproof_core::identity::content_hash(&json!({
             "kind": "judgment_with_logprobs",
-            "judgment": cache_key(&self.settings, request),
+            "judgment": self.judgment_key(request),
             "top_logprobs": top_logprobs,
         }));
         if let Some((raw, stored)) = cache.get(&key) {
@@ -366,6 +438,12 @@ impl JudgeClient {
     /// Embeds `texts` with the OpenAI `/embeddings` endpoint (`embedding_model`, else `model`),
     /// in batches of [`EMBED_BATCH`], with the same retry policy. Usage is added to the totals.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, JudgeError> {
+        if let Some(model) = &self.local {
+            let _span =
+                tracing::debug_span!("local_embed", judge = %self.name, texts = texts.len())
+                    .entered();
+            return model.embed(texts).map_err(|e| self.local_error(e));
+        }
         if self.settings.provider != Provider::Openai {
             return Err(JudgeError::Unsupported {
                 judge: self.name.clone(),
@@ -463,6 +541,38 @@ impl JudgeClient {
         messages: &[Message],
         top_logprobs: Option<u8>,
     ) -> Result<(Reply, u32), JudgeError> {
+        if let Some(model) = &self.local {
+            // The schema is stated in the prompt; log-probabilities are not available.
+            let messages = Self::with_schema_in_prompt(messages, &request.schema);
+            let turns: Vec<(&str, &str)> = messages
+                .iter()
+                .map(|m| {
+                    let role = match m.role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    };
+                    (role, m.content.as_str())
+                })
+                .collect();
+            let reply = model
+                .chat(&turns, self.settings.max_tokens as usize)
+                .map_err(|e| self.local_error(e))?;
+            let usage = Usage {
+                input_tokens: reply.input_tokens,
+                output_tokens: reply.output_tokens,
+            };
+            self.record(usage);
+            return Ok((
+                Reply {
+                    raw: reply.text,
+                    usage,
+                    truncated: reply.truncated,
+                    logprobs: None,
+                },
+                1,
+            ));
+        }
         let (url, body) = match self.settings.provider {
             Provider::Openai => {
                 let mut body = self.openai_body(request, messages);
@@ -472,7 +582,7 @@ impl JudgeClient {
                 }
                 (format!("{}/chat/completions", self.settings.base()), body)
             }
-            Provider::Anthropic => (
+            Provider::Anthropic | Provider::Local => (
                 format!("{}/messages", self.settings.base()),
                 self.anthropic_body(request, messages),
             ),
@@ -480,7 +590,7 @@ impl JudgeClient {
         let (value, attempts) = self.post(&url, &body)?;
         let reply = match self.settings.provider {
             Provider::Openai => parse_openai(&value),
-            Provider::Anthropic => parse_anthropic(&value),
+            Provider::Anthropic | Provider::Local => parse_anthropic(&value),
         }
         .map_err(|message| JudgeError::Protocol {
             judge: self.name.clone(),
@@ -628,6 +738,7 @@ impl JudgeClient {
         match (self.settings.provider, key) {
             (Provider::Openai, Some(k)) => req = req.header("authorization", format!("Bearer {k}")),
             (Provider::Anthropic, Some(k)) => req = req.header("x-api-key", k),
+            (Provider::Local, Some(_)) => {}
             (_, None) => {}
         }
         if self.settings.provider == Provider::Anthropic {

@@ -52,6 +52,7 @@ mod cache;
 mod client;
 mod error;
 mod limiter;
+mod local;
 pub mod mock;
 pub mod ragas;
 mod request;
@@ -65,8 +66,9 @@ pub use client::{
     JudgeClient, UsageTotals, ANTHROPIC_TOOL, ANTHROPIC_VERSION, EMBED_BATCH, MAX_RETRY_AFTER,
 };
 pub use error::JudgeError;
+pub use local::{LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
-pub use settings::{JudgeSettings, Prices, Provider, StructuredOutput};
+pub use settings::{JudgeSettings, LocalKind, Prices, Provider, StructuredOutput};
 pub use tokens::{
     estimate_request_tokens, estimate_tokens, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD,
 };

@@ -134,6 +134,7 @@ pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
         "answer_correctness" => (4, 1),
         "semantic_similarity" => (0, 1),
         "groundedness_judge" | "citation_support_judge" | "rubric_judge" => (1, 0),
+        "citation_recall" | "citation_precision" => (2, 0),
         "pairwise_judge" => (2, 0),
         _ => return None,
     })

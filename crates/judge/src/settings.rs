@@ -11,6 +11,17 @@
 //!     prices: {input_per_mtok: 0.15, output_per_mtok: 0.60}
 //! ```
 //!
+//! A local model (feature `local-models`) takes a path instead of an endpoint:
+//!
+//! ```yaml
+//! judges:
+//!   mini:
+//!     provider: local
+//!     kind: embedding               # embedding | cross_encoder | nli | generate
+//!     path: ${OLOPROOF_MINILM_DIR}  # a model folder (or a .gguf file for `generate`)
+//!     threads: 2                    # default: every core
+//! ```
+//!
 //! Unknown keys are errors. The API key itself is never part of the settings: only the name of
 //! the environment variable that holds it, read at call time.
 
@@ -25,6 +36,34 @@ pub enum Provider {
     Openai,
     /// The Anthropic Messages API (`POST {base_url}/messages`), structured output by tool use.
     Anthropic,
+    /// A model on disk run in-process (`kind`, `path`); needs the `local-models` feature.
+    Local,
+}
+
+/// What a `provider: local` judge's model does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalKind {
+    /// A BERT-family sentence embedder (Hugging Face / sentence-transformers folder).
+    Embedding,
+    /// A sequence-pair classifier scoring relevance (a reranker).
+    CrossEncoder,
+    /// A sequence-pair classifier with an entailment label.
+    Nli,
+    /// A GGUF llama-family chat model, used as an LLM judge.
+    Generate,
+}
+
+impl LocalKind {
+    /// The name used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalKind::Embedding => "embedding",
+            LocalKind::CrossEncoder => "cross_encoder",
+            LocalKind::Nli => "nli",
+            LocalKind::Generate => "generate",
+        }
+    }
 }
 
 impl Provider {
@@ -33,6 +72,7 @@ impl Provider {
         match self {
             Provider::Openai => "openai",
             Provider::Anthropic => "anthropic",
+            Provider::Local => "local",
         }
     }
 }
@@ -87,9 +127,11 @@ pub struct JudgeSettings {
     /// The wire format.
     pub provider: Provider,
     /// The API root, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com/v1`;
-    /// `/chat/completions`, `/embeddings` or `/messages` is appended.
+    /// `/chat/completions`, `/embeddings` or `/messages` is appended. Not used by `local`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub base_url: String,
-    /// The model name sent to the provider.
+    /// The model name sent to the provider (`local`: an optional display name).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
     /// The model used by [`JudgeClient::embed`](crate::JudgeClient::embed); defaults to `model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -123,7 +165,30 @@ pub struct JudgeSettings {
     /// Prices for cost accounting; without them `cost_usd` is `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
+    /// `local`: what the model does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<LocalKind>,
+    /// `local`: the model folder (a `.gguf` file or its folder for `generate`); `${VAR}` is
+    /// replaced by the environment variable's value; in `oloproof.yaml`, a relative path is
+    /// relative to the file's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `local`: threads of the forward pass (default: every core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// `local`: tokens per input, special tokens included (default: the model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+    /// `local`: inputs per forward pass (default 32 for embeddings, 16 for pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<usize>,
+    /// `local` `nli`/`cross_encoder`: the label that means entailed (default: `entailment`
+    /// from `config.json`'s `id2label`; a single-logit model needs none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entailment_label: Option<String>,
 }
+
+const LOCAL_ONLY: &str = "is only for `provider: local`";
 
 fn default_max_concurrency() -> usize {
     8
@@ -155,11 +220,66 @@ impl JudgeSettings {
             max_retries: default_max_retries(),
             timeout_s: default_timeout_s(),
             prices: None,
+            kind: None,
+            path: None,
+            threads: None,
+            max_length: None,
+            batch_size: None,
+            entailment_label: None,
         }
+    }
+
+    /// Settings of a `provider: local` judge of `kind` at `path`, with the defaults.
+    pub fn local(kind: LocalKind, path: &str) -> Self {
+        let mut s = JudgeSettings::new(Provider::Local, "", "", None);
+        s.kind = Some(kind);
+        s.path = Some(path.to_string());
+        s
+    }
+
+    /// The model path of a `local` judge with `${VAR}` replaced from the environment.
+    pub fn local_path(&self) -> Result<std::path::PathBuf, String> {
+        let raw = self.path.as_deref().unwrap_or("");
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("`path`: unclosed `${{` in `{raw}`"))?;
+            let var = &after[..end];
+            match std::env::var(var) {
+                Ok(v) if !v.is_empty() => out.push_str(&v),
+                _ => {
+                    return Err(format!(
+                        "`path` uses the environment variable `{var}`, which is not set"
+                    ))
+                }
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(std::path::PathBuf::from(out))
     }
 
     /// Checks the values serde cannot: non-empty names, positive limits.
     pub fn validate(&self) -> Result<(), String> {
+        if self.provider == Provider::Local {
+            return self.validate_local();
+        }
+        for (key, set) in [
+            ("kind", self.kind.is_some()),
+            ("path", self.path.is_some()),
+            ("threads", self.threads.is_some()),
+            ("max_length", self.max_length.is_some()),
+            ("batch_size", self.batch_size.is_some()),
+            ("entailment_label", self.entailment_label.is_some()),
+        ] {
+            if set {
+                return Err(format!("`{key}` {LOCAL_ONLY}"));
+            }
+        }
         if self.model.trim().is_empty() {
             return Err("`model` is empty".into());
         }
@@ -194,6 +314,45 @@ impl JudgeSettings {
         Ok(())
     }
 
+    fn validate_local(&self) -> Result<(), String> {
+        let Some(kind) = self.kind else {
+            return Err(
+                "`provider: local` needs `kind` (embedding, cross_encoder, nli or generate)".into(),
+            );
+        };
+        match &self.path {
+            None => return Err("`provider: local` needs `path` (the model folder or file)".into()),
+            Some(p) if p.trim().is_empty() => return Err("`path` is empty".into()),
+            Some(_) => {}
+        }
+        if !self.base_url.is_empty() {
+            return Err(
+                "`base_url` is not used by `provider: local` (remove it; `path` names the model)"
+                    .into(),
+            );
+        }
+        if self.api_key_env.is_some() {
+            return Err("`api_key_env` is not used by `provider: local`".into());
+        }
+        if self.threads == Some(0) {
+            return Err("`threads` must be at least 1".into());
+        }
+        if self.batch_size == Some(0) {
+            return Err("`batch_size` must be at least 1".into());
+        }
+        if self.max_tokens == 0 {
+            return Err("`max_tokens` must be at least 1".into());
+        }
+        if self.entailment_label.is_some()
+            && !matches!(kind, LocalKind::Nli | LocalKind::CrossEncoder)
+        {
+            return Err(
+                "`entailment_label` is only for `kind: nli` or `kind: cross_encoder`".into(),
+            );
+        }
+        Ok(())
+    }
+
     /// The base URL without a trailing slash.
     pub fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
@@ -223,10 +382,53 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("top_k"), "{err}");
         let err = serde_json::from_str::<JudgeSettings>(
-            r#"{"provider":"local","base_url":"http://x","model":"m"}"#,
+            r#"{"provider":"localhost","base_url":"http://x","model":"m"}"#,
         )
         .unwrap_err();
-        assert!(err.to_string().contains("local"), "{err}");
+        assert!(err.to_string().contains("localhost"), "{err}");
+    }
+
+    #[test]
+    fn local_settings() {
+        let s: JudgeSettings =
+            serde_json::from_str(r#"{"provider":"local","kind":"embedding","path":"m/mini"}"#)
+                .unwrap();
+        assert!(s.validate().is_ok());
+        // Serialised without the HTTP fields it does not use.
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(v.get("base_url").is_none() && v.get("model").is_none());
+        let no_kind: JudgeSettings =
+            serde_json::from_str(r#"{"provider":"local","path":"m"}"#).unwrap();
+        assert!(no_kind.validate().unwrap_err().contains("needs `kind`"));
+        let no_path: JudgeSettings =
+            serde_json::from_str(r#"{"provider":"local","kind":"nli"}"#).unwrap();
+        assert!(no_path.validate().unwrap_err().contains("needs `path`"));
+        let http: JudgeSettings = serde_json::from_str(
+            r#"{"provider":"openai","base_url":"http://x/v1","model":"m","path":"p"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            http.validate().unwrap_err(),
+            "`path` is only for `provider: local`"
+        );
+        let mut label = JudgeSettings::local(LocalKind::Embedding, "m");
+        label.entailment_label = Some("entailment".into());
+        assert!(label
+            .validate()
+            .unwrap_err()
+            .contains("only for `kind: nli`"));
+        // `${VAR}` in the path comes from the environment.
+        let s = JudgeSettings::local(LocalKind::Embedding, "${HOME}/models");
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(
+            s.local_path().unwrap(),
+            std::path::PathBuf::from(format!("{home}/models"))
+        );
+        let s = JudgeSettings::local(LocalKind::Embedding, "${OLOPROOF_SURELY_UNSET_VAR}/m");
+        assert!(s
+            .local_path()
+            .unwrap_err()
+            .contains("OLOPROOF_SURELY_UNSET_VAR"));
     }
 
     #[test]

@@ -86,6 +86,14 @@ pub const CLAIM_ATTRIBUTION: Template = Template {
     description: "which retrieved chunks support each claim",
 };
 
+/// Test-set synthesis: one question with its reference answer and verbatim evidence,
+/// `{"question", "answer", "evidence": [{"passage", "quote"}]}`.
+pub const QUESTION_SYNTHESIS: Template = Template {
+    id: "question_synthesis",
+    version: 1,
+    description: "write one test question, its reference answer and verbatim evidence",
+};
+
 /// Every template.
 pub const ALL: &[Template] = &[
     GROUNDEDNESS,
@@ -98,6 +106,7 @@ pub const ALL: &[Template] = &[
     CONTEXT_PRECISION,
     CONTEXT_RECALL,
     CLAIM_ATTRIBUTION,
+    QUESTION_SYNTHESIS,
 ];
 
 /// The rubric of the evaluator design guide (1 = irrelevant … 5 = correct, complete,
@@ -533,6 +542,33 @@ pub fn attribution_by_id(parsed: &Value, claims: usize) -> Vec<Vec<usize>> {
         }
     }
     out
+}
+
+/// Writes one test question of `style` (what kind of question, in words: single-hop,
+/// multi-hop, abstract, negation, distractor, out of scope) from `passages`, with its reference
+/// answer and the verbatim quotes of the passages it rests on (`passage` is the 1-based
+/// number shown; no evidence for a question the passages cannot answer).
+pub fn question_synthesis(style: &str, passages: &[String], repeat_index: u32) -> JudgeRequest {
+    let system =
+        "You write test questions for a retrieval-augmented question-answering system over \
+the numbered passages. Follow the requested style exactly. The answer must be what a careful \
+expert would reply using only the passages (or, when the style asks for a question the passages \
+cannot answer, a short statement that the documents do not say). Each evidence quote must be \
+copied verbatim, character for character, from the passage whose number you give. Return one \
+JSON object {\"question\": string, \"answer\": string, \"evidence\": [{\"passage\": number, \
+\"quote\": string}]}."
+            .to_string();
+    let user = format!("Style: {style}\n\nPassages:\n{}", numbered(passages));
+    let evidence = json!({"type": "array", "items": object(json!({
+        "passage": {"type": "integer"},
+        "quote": {"type": "string"},
+    }))});
+    let schema = object(json!({
+        "question": {"type": "string"},
+        "answer": {"type": "string"},
+        "evidence": evidence,
+    }));
+    request(QUESTION_SYNTHESIS, system, user, schema, repeat_index)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ fn settings(server: &MockServer, provider: Provider) -> JudgeSettings {
     let env = match provider {
         Provider::Openai => "OLOPROOF_JUDGE_TEST_KEY",
         Provider::Anthropic => "OLOPROOF_JUDGE_TEST_ANTHROPIC_KEY",
+        Provider::Local => unreachable!("the mock server tests HTTP providers"),
     };
     let mut s = JudgeSettings::new(provider, &server.base_url(), "judge-model", Some(env));
     s.timeout_s = 5.0;

@@ -17,7 +17,9 @@ use oloproof_core::case::Case;
 use oloproof_core::context::DropReason;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_engine::compare::{ChangeDirection, Comparison, DecisionKind, DecisionVerdict, Gate};
+use oloproof_engine::compare::{
+    CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionVerdict, Gate,
+};
 use oloproof_engine::diagnose::Diagnosis;
 use oloproof_engine::run::LoadedRun;
 use oloproof_engine::summary::{CriterionSummary, RunSummary};
@@ -43,7 +45,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "
+/// The report's stylesheet (the viewer serves it as a file and adds its own rules after it).
+pub const STYLE: &str = "
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2127;margin:0;background:#f6f7f9}
 main{max-width:1180px;margin:0 auto;padding:24px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
@@ -87,7 +90,8 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-fn meta_list(rows: &[(&str, String)]) -> String {
+/// A `<dl class="meta">` of escaped `(key, value)` rows.
+pub fn meta_list(rows: &[(&str, String)]) -> String {
     let mut out = String::from("<dl class=\"meta\">\n");
     for (k, v) in rows {
         let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
@@ -96,7 +100,8 @@ fn meta_list(rows: &[(&str, String)]) -> String {
     out
 }
 
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+/// A table of escaped text cells under escaped headers.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::from("<table>\n<tr>");
     for h in header {
         let _ = write!(out, "<th>{}</th>", escape(h));
@@ -162,20 +167,25 @@ fn criterion_row(label: String, c: &CriterionSummary) -> IntervalRow {
     }
 }
 
-fn criteria_section(summary: &RunSummary) -> String {
-    let mut out = String::from("<h2>Criteria</h2>\n");
+/// The chart of per-criterion values with their 95 % interval whiskers.
+pub fn criteria_chart(summary: &RunSummary) -> String {
     let refs: Vec<&CriterionSummary> = summary.criteria.iter().collect();
     let rows: Vec<IntervalRow> = summary
         .criteria
         .iter()
         .map(|c| criterion_row(c.criterion.clone(), c))
         .collect();
-    out.push_str(&interval_chart(
+    interval_chart(
         "per-criterion values with 95% intervals",
         &rows,
         &criterion_axis(&refs),
         &[],
-    ));
+    )
+}
+
+fn criteria_section(summary: &RunSummary) -> String {
+    let mut out = String::from("<h2>Criteria</h2>\n");
+    out.push_str(&criteria_chart(summary));
     let rows: Vec<Vec<String>> = summary
         .criteria
         .iter()
@@ -195,7 +205,9 @@ fn criteria_section(summary: &RunSummary) -> String {
     out
 }
 
-fn slices_section(summary: &RunSummary) -> String {
+/// The slices: a chart of the first criterion by slice value, and the table of every slice
+/// and criterion with its support (small slices marked). Empty without slices.
+pub fn slices_section(summary: &RunSummary) -> String {
     if summary.slices.is_empty() {
         return String::new();
     }
@@ -272,7 +284,8 @@ fn slices_section(summary: &RunSummary) -> String {
     out
 }
 
-fn latency_section(summary: &RunSummary) -> String {
+/// Stage latency p50/p95/p99 as bars and a table. Empty when no stage was timed.
+pub fn latency_section(summary: &RunSummary) -> String {
     if summary.latency_ms.is_empty() {
         return String::new();
     }
@@ -342,7 +355,7 @@ fn settings_rows(run: &LoadedRun) -> Vec<(&'static str, String)> {
 }
 
 /// Whether a verdict counts as failing (fail or missing).
-fn failing(v: &CriterionVerdict) -> bool {
+pub fn failing(v: &CriterionVerdict) -> bool {
     matches!(v.verdict, Verdict::Fail | Verdict::Missing { .. })
 }
 
@@ -378,7 +391,9 @@ pub fn run_html(run: &LoadedRun, summary: &RunSummary) -> String {
     page(&format!("Oloproof report {}", run.record.id), &body)
 }
 
-fn run_header(run: &LoadedRun, summary: &RunSummary) -> String {
+/// The run's identity and settings as a `<dl>`: system, status, cases, depth, top_k, budget,
+/// criteria, bootstrap and judge use.
+pub fn run_header(run: &LoadedRun, summary: &RunSummary) -> String {
     let mut rows: Vec<(&str, String)> = vec![
         ("run", run.record.id.clone()),
         ("system", format!("{} {}", summary.system, summary.version)),
@@ -412,7 +427,8 @@ fn run_header(run: &LoadedRun, summary: &RunSummary) -> String {
     meta_list(&rows)
 }
 
-fn verdict_class(v: &Verdict) -> &'static str {
+/// The CSS class of a verdict: `v-pass`, `v-fail` (fail or missing) or `muted`.
+pub fn verdict_class(v: &Verdict) -> &'static str {
     match v {
         Verdict::Pass => "v-pass",
         Verdict::Fail | Verdict::Missing { .. } => "v-fail",
@@ -420,7 +436,9 @@ fn verdict_class(v: &Verdict) -> &'static str {
     }
 }
 
-fn verdict_text(v: &CriterionVerdict) -> String {
+/// A verdict as text (`pass`, `fail`, `score 0.812`, `missing: …`, `excluded: …`), with the
+/// best relevant position or the uncited ids when the detail has them. Not escaped.
+pub fn verdict_text(v: &CriterionVerdict) -> String {
     let mut s = match &v.verdict {
         Verdict::Pass => "pass".to_string(),
         Verdict::Fail => "fail".to_string(),
@@ -686,6 +704,68 @@ fn points_axis(c: &Comparison) -> Axis {
 /// changed cases (regressions first) with the candidate's traces when `candidate` is given.
 pub fn comparison_html(c: &Comparison, candidate: Option<&LoadedRun>) -> String {
     let mut body = String::from("<h1>Oloproof comparison report</h1>\n");
+    body.push_str(&comparison_overview(c, candidate));
+    body.push_str(&comparison_slices(c));
+    let _ = writeln!(
+        body,
+        "<h2>Changed cases ({} of {})</h2>",
+        c.changes.len(),
+        c.cases.shared
+    );
+    if c.changes.is_empty() {
+        body.push_str("<p>No verdict changed on any shared case.</p>\n");
+    }
+    for ch in changes_regressions_first(c) {
+        let extra = format!(
+            "<p><b>{}</b>: {}</p>\n",
+            escape(direction_text(ch.direction)),
+            escape(&change_list(ch))
+        );
+        match candidate.and_then(|r| r.cases.iter().find(|(case, _, _)| case.id == ch.case_id)) {
+            Some((case, trace, verdicts)) => {
+                body.push_str(&case_html(case, trace.as_ref(), verdicts, &extra));
+            }
+            None => {
+                let _ = writeln!(
+                    body,
+                    "<section class=\"case\"><h3>Case {}</h3>\n{extra}</section>",
+                    escape(&ch.case_id)
+                );
+            }
+        }
+    }
+    page(&format!("Oloproof comparison {}", c.id), &body)
+}
+
+/// The changed cases of a comparison, regressions first (stable within a direction).
+pub fn changes_regressions_first(c: &Comparison) -> Vec<&CaseChange> {
+    let mut ordered: Vec<&CaseChange> = c.changes.iter().collect();
+    ordered.sort_by_key(|ch| ch.direction);
+    ordered
+}
+
+/// `regression`, `missing or excluded in one run` or `improvement`.
+pub fn direction_text(direction: ChangeDirection) -> &'static str {
+    match direction {
+        ChangeDirection::Regression => "regression",
+        ChangeDirection::Other => "missing or excluded in one run",
+        ChangeDirection::Improvement => "improvement",
+    }
+}
+
+/// A case's verdict changes as `criterion baseline → candidate, …`. Not escaped.
+pub fn change_list(ch: &CaseChange) -> String {
+    ch.changes
+        .iter()
+        .map(|v| format!("{} {} → {}", v.criterion, v.baseline, v.candidate))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Everything of a comparison but its slices and cases: identity and settings, notes, the gate,
+/// the forest plot of paired differences with the policy margins, and the decisions.
+pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> String {
+    let mut body = String::new();
     let changed_settings: Vec<String> = c
         .setting_differences
         .iter()
@@ -841,6 +921,12 @@ pub fn comparison_html(c: &Comparison, candidate: Option<&LoadedRun>) -> String 
         );
     }
     body.push_str("</table>\n");
+    body
+}
+
+/// The exploratory per-slice differences of a comparison (empty when there are none).
+pub fn comparison_slices(c: &Comparison) -> String {
+    let mut body = String::new();
     if !c.exploratory.is_empty() {
         body.push_str("<h2>Slices (exploratory; not decisions)</h2>\n");
         let rows: Vec<Vec<String>> = c
@@ -856,47 +942,7 @@ pub fn comparison_html(c: &Comparison, candidate: Option<&LoadedRun>) -> String 
             .collect();
         body.push_str(&table(&["slice", "criterion", "difference"], &rows));
     }
-    let _ = writeln!(
-        body,
-        "<h2>Changed cases ({} of {})</h2>",
-        c.changes.len(),
-        c.cases.shared
-    );
-    if c.changes.is_empty() {
-        body.push_str("<p>No verdict changed on any shared case.</p>\n");
-    }
-    let mut ordered: Vec<&oloproof_engine::compare::CaseChange> = c.changes.iter().collect();
-    ordered.sort_by_key(|ch| ch.direction);
-    for ch in ordered {
-        let direction = match ch.direction {
-            ChangeDirection::Regression => "regression",
-            ChangeDirection::Other => "missing or excluded in one run",
-            ChangeDirection::Improvement => "improvement",
-        };
-        let changes: Vec<String> = ch
-            .changes
-            .iter()
-            .map(|v| format!("{} {} → {}", v.criterion, v.baseline, v.candidate))
-            .collect();
-        let extra = format!(
-            "<p><b>{}</b>: {}</p>\n",
-            escape(direction),
-            escape(&changes.join(", "))
-        );
-        match candidate.and_then(|r| r.cases.iter().find(|(case, _, _)| case.id == ch.case_id)) {
-            Some((case, trace, verdicts)) => {
-                body.push_str(&case_html(case, trace.as_ref(), verdicts, &extra));
-            }
-            None => {
-                let _ = writeln!(
-                    body,
-                    "<section class=\"case\"><h3>Case {}</h3>\n{extra}</section>",
-                    escape(&ch.case_id)
-                );
-            }
-        }
-    }
-    page(&format!("Oloproof comparison {}", c.id), &body)
+    body
 }
 
 /// The HTML report of a diagnosis: label counts, recovered or not, the per-case table and the
@@ -904,6 +950,70 @@ pub fn comparison_html(c: &Comparison, candidate: Option<&LoadedRun>) -> String 
 pub fn diagnosis_html(d: &Diagnosis, run: Option<&LoadedRun>) -> String {
     let c = &d.content;
     let mut body = String::from("<h1>Oloproof diagnosis report</h1>\n");
+    body.push_str(&diagnosis_overview(d, run));
+    let yes_no = |b: Option<bool>| match b {
+        Some(true) => "yes".to_string(),
+        Some(false) => "no".to_string(),
+        None => "error".to_string(),
+    };
+    let mut sorted: Vec<&oloproof_engine::diagnose::CaseDiagnosis> = c.cases.iter().collect();
+    sorted.sort_by(|a, b| a.case_id.cmp(&b.case_id));
+    let rows: Vec<Vec<String>> = sorted
+        .iter()
+        .map(|x| {
+            vec![
+                x.case_id.clone(),
+                x.label.clone(),
+                x.reason.clone(),
+                x.strength.clone(),
+                x.best_relevant_position
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "none".into()),
+                yes_no(x.recovered),
+                yes_no(x.control_passed),
+            ]
+        })
+        .collect();
+    body.push_str(&table(
+        &[
+            "case",
+            "label",
+            "reason",
+            "strength",
+            "best relevant position",
+            "recovered",
+            "control passed",
+        ],
+        &rows,
+    ));
+    if let Some(run) = run {
+        let _ = writeln!(body, "<h2>Diagnosed cases ({})</h2>", c.selected.len());
+        for id in &c.selected {
+            if let Some((case, trace, verdicts)) = run.cases.iter().find(|(x, _, _)| &x.id == id) {
+                let label = c
+                    .cases
+                    .iter()
+                    .find(|x| &x.case_id == id)
+                    .map(|x| {
+                        format!(
+                            "<p><b>{}</b>: {}</p>\n",
+                            escape(&x.label),
+                            escape(&x.reason)
+                        )
+                    })
+                    .unwrap_or_default();
+                body.push_str(&case_html(case, trace.as_ref(), verdicts, &label));
+            }
+        }
+    }
+    page(&format!("Oloproof diagnosis {}", d.id), &body)
+}
+
+/// Everything of a diagnosis but its per-case rows: identity, child runs, label counts,
+/// recovered or not (bar charts) and the control line.
+pub fn diagnosis_overview(d: &Diagnosis, run: Option<&LoadedRun>) -> String {
+    let c = &d.content;
+    let mut body = String::new();
     let mut rows: Vec<(&str, String)> = vec![
         ("diagnosis", d.id.clone()),
         ("run", c.run_id.clone()),
@@ -974,62 +1084,7 @@ pub fn diagnosis_html(d: &Diagnosis, run: Option<&LoadedRun>) -> String {
         "<p>Control: {} of {n} passed when re-executed without the intervention.</p>",
         d.control_passed()
     );
-    let yes_no = |b: Option<bool>| match b {
-        Some(true) => "yes".to_string(),
-        Some(false) => "no".to_string(),
-        None => "error".to_string(),
-    };
-    let mut sorted: Vec<&oloproof_engine::diagnose::CaseDiagnosis> = c.cases.iter().collect();
-    sorted.sort_by(|a, b| a.case_id.cmp(&b.case_id));
-    let rows: Vec<Vec<String>> = sorted
-        .iter()
-        .map(|x| {
-            vec![
-                x.case_id.clone(),
-                x.label.clone(),
-                x.reason.clone(),
-                x.strength.clone(),
-                x.best_relevant_position
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| "none".into()),
-                yes_no(x.recovered),
-                yes_no(x.control_passed),
-            ]
-        })
-        .collect();
-    body.push_str(&table(
-        &[
-            "case",
-            "label",
-            "reason",
-            "strength",
-            "best relevant position",
-            "recovered",
-            "control passed",
-        ],
-        &rows,
-    ));
-    if let Some(run) = run {
-        let _ = writeln!(body, "<h2>Diagnosed cases ({})</h2>", c.selected.len());
-        for id in &c.selected {
-            if let Some((case, trace, verdicts)) = run.cases.iter().find(|(x, _, _)| &x.id == id) {
-                let label = c
-                    .cases
-                    .iter()
-                    .find(|x| &x.case_id == id)
-                    .map(|x| {
-                        format!(
-                            "<p><b>{}</b>: {}</p>\n",
-                            escape(&x.label),
-                            escape(&x.reason)
-                        )
-                    })
-                    .unwrap_or_default();
-                body.push_str(&case_html(case, trace.as_ref(), verdicts, &label));
-            }
-        }
-    }
-    page(&format!("Oloproof diagnosis {}", d.id), &body)
+    body
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 
 pub mod compare;
 pub mod diagnose;
+pub mod gate;
+pub mod history;
 pub mod html;
 pub mod junit;
 pub mod markdown;
@@ -65,7 +67,7 @@ pub fn counts_cell(s: &CriterionSummary) -> String {
     format!("{head} · {} missing · {} excluded", s.missing, s.excluded)
 }
 
-fn table(header: &[&str]) -> Table {
+pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_style(TableComponent::VerticalLines, '│')
@@ -145,6 +147,16 @@ pub fn run_report(summary: &RunSummary) -> String {
             j.calls, j.cached_calls, j.input_tokens, j.output_tokens, j.cost_usd
         ));
     }
+    for a in &summary.repeat_agreement {
+        let alpha = a
+            .alpha
+            .map(|x| format!("{x:.3}"))
+            .unwrap_or_else(|| "undefined".into());
+        out.push_str(&format!(
+            "Repeats: {} judged {}× — {} / {} cases identical in every repeat · Krippendorff's α ({}) {alpha}\n",
+            a.criterion, a.repeats, a.identical, a.cases, a.level
+        ));
+    }
     if summary.errors > 0 {
         out.push_str(&format!(
             "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",
@@ -162,25 +174,8 @@ pub fn run_report(summary: &RunSummary) -> String {
 
 /// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS` UTC.
 pub fn format_utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (y, m, d, h, mi, s) = oloproof_metrics::rag::freshness::utc_parts(ms);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}")
 }
 
 /// `oloproof runs`: newest first.

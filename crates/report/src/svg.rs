@@ -15,7 +15,7 @@ use crate::html::escape;
 
 const LABEL_W: f64 = 230.0;
 const PLOT_W: f64 = 360.0;
-const NOTE_W: f64 = 250.0;
+const NOTE_W: f64 = 430.0;
 const ROW_H: f64 = 26.0;
 const TOP: f64 = 12.0;
 const AXIS_H: f64 = 30.0;
@@ -98,7 +98,9 @@ pub fn interval_chart(
     refs: &[RefLine],
 ) -> String {
     let plot_bottom = TOP + ROW_H * rows.len() as f64;
-    let height = plot_bottom + AXIS_H;
+    // Captions of neighbouring reference lines alternate between two rows, so they never overlap.
+    let captions = refs.iter().filter(|r| !r.label.is_empty()).count();
+    let height = plot_bottom + AXIS_H + if captions > 1 { 14.0 } else { 0.0 };
     let mut out = open(height, caption);
     // Axis and ticks.
     out.push_str(&format!(
@@ -119,6 +121,7 @@ pub fn interval_chart(
             x = num(x)
         ));
     }
+    let mut caption = 0usize;
     for r in refs {
         let x = num(axis.x(r.x));
         out.push_str(&format!(
@@ -130,9 +133,10 @@ pub fn interval_chart(
         if !r.label.is_empty() {
             out.push_str(&format!(
                 "<text class=\"reflabel\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                num(plot_bottom + 28.0),
+                num(plot_bottom + 28.0 + 14.0 * (caption % 2) as f64),
                 escape(&r.label)
             ));
+            caption += 1;
         }
     }
     for (i, row) in rows.iter().enumerate() {

@@ -590,6 +590,48 @@ impl SqliteStore {
             .map_err(self.err())
     }
 
+    /// Every recorded comparison, newest first (for the web viewer's index).
+    pub fn list_comparisons(&self) -> Result<Vec<RecordedAnalysis>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, candidate, baseline, created_ms, content_json FROM comparisons ORDER BY created_ms DESC, id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RecordedAnalysis {
+                    id: r.get(0)?,
+                    run_id: r.get(1)?,
+                    baseline: Some(r.get(2)?),
+                    created_ms: r.get(3)?,
+                    content_json: r.get(4)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+
+    /// Every recorded diagnosis, newest first (for the web viewer's index).
+    pub fn list_diagnoses(&self) -> Result<Vec<RecordedAnalysis>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, run_id, created_ms, content_json FROM diagnoses ORDER BY created_ms DESC, id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RecordedAnalysis {
+                    id: r.get(0)?,
+                    run_id: r.get(1)?,
+                    baseline: None,
+                    created_ms: r.get(2)?,
+                    content_json: r.get(3)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(self.err())
+    }
+
     /// A comparison by id.
     pub fn comparison(&self, id: &str) -> Result<Option<RecordedAnalysis>> {
         self.conn

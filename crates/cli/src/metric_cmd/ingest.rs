@@ -120,6 +120,16 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             run: chunk_boundary_violations,
         },
         MetricSpec {
+            name: "chunk_coherence",
+            summary: "mean within-chunk minus across-boundary cosine of adjacent sentence embeddings (a local embedding model)",
+            fields: "chunks: array of strings (one document's chunks in order; split into sentences) or of arrays of sentences",
+            options: &[
+                OptionSpec { name: "model", help: "a sentence-embedding model folder (Hugging Face layout, e.g. all-MiniLM-L6-v2)", default: None },
+                OptionSpec { name: "threads", help: "threads of the forward pass (default: every core)", default: None },
+            ],
+            run: chunk_coherence,
+        },
+        MetricSpec {
             name: "heading_path_preservation",
             summary: "share of chunks whose recorded heading path equals the Markdown heading path at their start",
             fields: "document: string (the Markdown source)\nchunks: array of {\"start\": int, \"heading_path\": [string, …]} (outermost heading first)",
@@ -906,6 +916,93 @@ fn chunk_boundary_violations(input: &MetricInput) -> Result<MetricOutput, Metric
     out.extra
         .insert("block_split_rate".into(), opt_f64(total.split_rate()));
     out.extra.insert("per_kind".into(), json!(total.per_kind));
+    out.items = items;
+    Ok(out)
+}
+
+/// Sentences of each chunk of one row's `chunks` (strings are split into sentences).
+fn chunk_sentences(line: usize, row: &Map<String, Value>) -> Result<Vec<Vec<String>>, MetricError> {
+    let Some(Value::Array(chunks)) = row.get("chunks") else {
+        return Err(MetricError::at(
+            line,
+            "chunks",
+            "expected an array of chunk texts (or of arrays of sentences)".into(),
+        ));
+    };
+    chunks
+        .iter()
+        .map(|chunk| match chunk {
+            Value::String(text) => Ok(oloproof_metrics::rag::sentences::split_sentences(text)),
+            Value::Array(sentences) => sentences
+                .iter()
+                .map(|s| {
+                    s.as_str().map(str::to_string).ok_or_else(|| {
+                        MetricError::at(
+                            line,
+                            "chunks",
+                            format!("a sentence must be a string, got {}", super::kind(s)),
+                        )
+                    })
+                })
+                .collect(),
+            other => Err(MetricError::at(
+                line,
+                "chunks",
+                format!(
+                    "a chunk must be a string or an array of sentences, got {}",
+                    super::kind(other)
+                ),
+            )),
+        })
+        .collect()
+}
+
+fn chunk_coherence(input: &MetricInput) -> Result<MetricOutput, MetricError> {
+    let model = input.option("model").ok_or_else(|| {
+        MetricError::usage(
+            "this metric needs --model DIR (a sentence-embedding model folder)".into(),
+        )
+    })?;
+    let mut settings =
+        oloproof_judge::JudgeSettings::local(oloproof_judge::LocalKind::Embedding, model);
+    settings.threads = input.parsed("threads", "a positive integer")?;
+    let embedder = oloproof_judge::JudgeClient::new("model", settings)
+        .map_err(|e| MetricError::usage(format!("--model {model}: {e}")))?;
+    let documents: Vec<(usize, Vec<Vec<String>>)> = input
+        .rows
+        .iter()
+        .map(|(line, row)| Ok((*line, chunk_sentences(*line, row)?)))
+        .collect::<Result<_, MetricError>>()?;
+    // One embedding call over every sentence of the file (the model batches them).
+    let texts: Vec<String> = documents
+        .iter()
+        .flat_map(|(_, chunks)| chunks.iter().flatten().cloned())
+        .collect();
+    let vectors = embedder
+        .embed(&texts)
+        .map_err(|e| MetricError::usage(format!("--model {model}: {e}")))?;
+    let mut next = vectors.into_iter();
+    let (mut values, mut items) = (Vec::new(), Vec::new());
+    for (_, chunks) in &documents {
+        let embedded: Vec<Vec<Vec<f32>>> = chunks
+            .iter()
+            .map(|c| next.by_ref().take(c.len()).collect())
+            .collect();
+        let c = chunking::chunk_coherence(&embedded);
+        values.extend(c.coherence());
+        items.push(json!({
+            "coherence": opt_f64(c.coherence()),
+            "within": opt_f64(c.within),
+            "across": opt_f64(c.across),
+            "within_pairs": c.within_pairs,
+            "boundary_pairs": c.boundary_pairs,
+        }));
+    }
+    let mut out = mean_output(&values);
+    out.extra
+        .insert("documents".into(), json!(input.rows.len()));
+    out.extra
+        .insert("undefined".into(), json!(input.rows.len() - values.len()));
     out.items = items;
     Ok(out)
 }

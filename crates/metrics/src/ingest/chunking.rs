@@ -1,6 +1,7 @@
 //! Structural checks of a chunking against the Markdown structure of its source document:
 //! boundary violations (a chunk boundary inside a table, list, numbered section or code block),
-//! heading-path (hierarchical metadata) preservation, and attribution fidelity.
+//! heading-path (hierarchical metadata) preservation, and attribution fidelity; and the semantic
+//! coherence of chunks from sentence embeddings ([`chunk_coherence`]).
 //!
 //! Offsets are in Unicode scalar values (Python string indices), half-open `[start, end)`.
 //!
@@ -391,6 +392,72 @@ pub fn heading_path_preserved(document: &str, start: usize, recorded: &[&str]) -
             .all(|(e, r)| e.trim() == r.trim())
 }
 
+/// Semantic coherence of a chunking from sentence embeddings, in document order.
+///
+/// `within` is the mean cosine similarity of adjacent sentences inside the same chunk, `across`
+/// the mean cosine of the two sentences that straddle each chunk boundary (the last sentence of
+/// a chunk and the first of the next), and `coherence = within − across`: positive when the
+/// chunker cuts where the topic changes. Adjacent pairs keep the cost linear in the sentences.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Coherence {
+    /// Mean adjacent-sentence cosine inside chunks (`None` when no chunk has two sentences).
+    pub within: Option<f64>,
+    /// Mean cosine across boundaries (`None` with fewer than two non-empty chunks).
+    pub across: Option<f64>,
+    /// Sentence pairs inside chunks.
+    pub within_pairs: usize,
+    /// Sentence pairs across boundaries.
+    pub boundary_pairs: usize,
+}
+
+impl Coherence {
+    /// `within − across`, when both are defined.
+    pub fn coherence(&self) -> Option<f64> {
+        Some(self.within? - self.across?)
+    }
+}
+
+/// Cosine similarity of two vectors, accumulated in `f64`; 0 when either is all zeros.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// [`Coherence`] of `chunks`, each the embeddings of its sentences in order. Empty chunks are
+/// skipped (they have no sentence at a boundary).
+pub fn chunk_coherence(chunks: &[Vec<Vec<f32>>]) -> Coherence {
+    let (mut within, mut within_pairs) = (0.0, 0usize);
+    let (mut across, mut boundary_pairs) = (0.0, 0usize);
+    let mut previous_last: Option<&Vec<f32>> = None;
+    for chunk in chunks.iter().filter(|c| !c.is_empty()) {
+        for pair in chunk.windows(2) {
+            within += cosine(&pair[0], &pair[1]);
+            within_pairs += 1;
+        }
+        if let Some(last) = previous_last {
+            across += cosine(last, &chunk[0]);
+            boundary_pairs += 1;
+        }
+        previous_last = chunk.last();
+    }
+    Coherence {
+        within: (within_pairs > 0).then(|| within / within_pairs as f64),
+        across: (boundary_pairs > 0).then(|| across / boundary_pairs as f64),
+        within_pairs,
+        boundary_pairs,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,5 +505,25 @@ mod tests {
         assert!(!heading_path_preserved(doc, 17, &["A", "C"]));
         assert_eq!(atx_heading("#hashtag"), None);
         assert_eq!(atx_heading("## Title ##"), Some((2, "Title".into())));
+    }
+
+    #[test]
+    fn coherence_is_within_minus_across() {
+        let a = vec![1.0f32, 0.0];
+        let b = vec![0.0f32, 1.0];
+        let ab = vec![1.0f32, 1.0];
+        // Chunk 1: a, a (cos 1); chunk 2: b, ab (cos 1/√2); boundary a→b (cos 0).
+        let c = chunk_coherence(&[vec![a.clone(), a.clone()], vec![], vec![b.clone(), ab]]);
+        assert_eq!((c.within_pairs, c.boundary_pairs), (2, 1));
+        let within = (1.0 + std::f64::consts::FRAC_1_SQRT_2) / 2.0;
+        assert!((c.within.unwrap() - within).abs() < 1e-12);
+        assert_eq!(c.across, Some(0.0));
+        assert!((c.coherence().unwrap() - within).abs() < 1e-12);
+        let single = chunk_coherence(&[vec![a.clone()]]);
+        assert_eq!(
+            (single.within, single.across, single.coherence()),
+            (None, None, None)
+        );
+        assert_eq!(cosine(&[0.0, 0.0], &a), 0.0);
     }
 }

@@ -135,9 +135,32 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
+/// The UTC calendar fields `(year, month, day, hour, minute, second)` of Unix milliseconds
+/// (floored to the second).
+pub fn utc_parts(ms: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let secs = ms.div_euclid(1000);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The proleptic Gregorian date `(year, month, day)` of a day count since 1970-01-01
+/// (H. Hinnant, `civil_from_days`; the inverse of [`days_from_civil`]).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, "chrono-Compatible
 /// Low-Level Date Algorithms", `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

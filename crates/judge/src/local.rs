@@ -1,0 +1,197 @@
+//! `provider: local` judges: the model loaded once when the client is built, and the calls
+//! the client dispatches to it (embeddings, pair scores, chat completions).
+//!
+//! Built only with the `local-models` feature; without it, [`load`] fails with a message
+//! saying so, and nothing of candle is compiled.
+
+use crate::settings::JudgeSettings;
+
+/// Whether this build runs `provider: local` judges (the `local-models` feature).
+pub const LOCAL_MODELS: bool = cfg!(feature = "local-models");
+
+/// The error of a `provider: local` judge in a build without the `local-models` feature.
+pub const WITHOUT_LOCAL_MODELS: &str = "`provider: local` needs local-model support, and this \
+     oloproof was built without it (rebuild with the `local-models` cargo feature, which is on by default)";
+
+/// Why a local model cannot be used: a load error (a configuration error, exit 2) or a
+/// failed call (`missing` for that case).
+#[derive(Debug)]
+#[cfg_attr(not(feature = "local-models"), allow(dead_code))]
+pub(crate) enum LocalFailure {
+    /// The model cannot be loaded or the build lacks the feature.
+    Load(String),
+    /// One inference call failed.
+    Call(String),
+}
+
+/// One reply of a local chat model.
+#[cfg_attr(not(feature = "local-models"), allow(dead_code))]
+pub(crate) struct ChatReply {
+    pub text: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub truncated: bool,
+}
+
+#[cfg(feature = "local-models")]
+mod imp {
+    use super::*;
+    use crate::settings::LocalKind;
+    use oloproof_local::{
+        ChatModel, ClassifierOptions, EmbedderOptions, GenerateOptions, PairClassifier,
+        SentenceEmbedder,
+    };
+
+    /// A loaded local model.
+    pub(crate) enum LocalModel {
+        Embedding(SentenceEmbedder),
+        Pairs(PairClassifier),
+        Chat(ChatModel),
+    }
+
+    impl std::fmt::Debug for LocalModel {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                LocalModel::Embedding(m) => m.fmt(f),
+                LocalModel::Pairs(m) => m.fmt(f),
+                LocalModel::Chat(m) => m.fmt(f),
+            }
+        }
+    }
+
+    /// Loads the model `settings` describe.
+    pub(crate) fn load(settings: &JudgeSettings) -> Result<LocalModel, LocalFailure> {
+        let path = settings.local_path().map_err(LocalFailure::Load)?;
+        let load = |e: oloproof_local::LocalError| LocalFailure::Load(e.to_string());
+        Ok(match settings.kind {
+            Some(LocalKind::Embedding) | None => LocalModel::Embedding(
+                SentenceEmbedder::load(
+                    &path,
+                    &EmbedderOptions {
+                        threads: settings.threads,
+                        max_length: settings.max_length,
+                        batch_size: settings.batch_size,
+                    },
+                )
+                .map_err(load)?,
+            ),
+            Some(LocalKind::CrossEncoder) | Some(LocalKind::Nli) => LocalModel::Pairs(
+                PairClassifier::load(
+                    &path,
+                    &ClassifierOptions {
+                        threads: settings.threads,
+                        max_length: settings.max_length,
+                        entailment_label: settings.entailment_label.clone(),
+                        batch_size: settings.batch_size,
+                        window_overlap: None,
+                    },
+                )
+                .map_err(load)?,
+            ),
+            Some(LocalKind::Generate) => LocalModel::Chat(
+                ChatModel::load(
+                    &path,
+                    &GenerateOptions {
+                        threads: settings.threads,
+                    },
+                )
+                .map_err(load)?,
+            ),
+        })
+    }
+
+    impl LocalModel {
+        /// The model's content identity (sha256 of config and weights).
+        pub(crate) fn identity(&self) -> String {
+            match self {
+                LocalModel::Embedding(m) => m.identity().to_string(),
+                LocalModel::Pairs(m) => m.identity().to_string(),
+                LocalModel::Chat(m) => m.identity().to_string(),
+            }
+        }
+
+        pub(crate) fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LocalFailure> {
+            match self {
+                LocalModel::Embedding(m) => m
+                    .embed(texts)
+                    .map_err(|e| LocalFailure::Call(e.to_string())),
+                _ => Err(LocalFailure::Call(
+                    "embeddings need a `kind: embedding` local judge".into(),
+                )),
+            }
+        }
+
+        pub(crate) fn score_pairs(
+            &self,
+            pairs: &[(String, String)],
+        ) -> Result<Vec<f32>, LocalFailure> {
+            match self {
+                LocalModel::Pairs(m) => m
+                    .score(pairs)
+                    .map(|s| s.into_iter().map(|s| s.score).collect())
+                    .map_err(|e| LocalFailure::Call(e.to_string())),
+                _ => Err(LocalFailure::Call(
+                    "pair scores need a `kind: nli` or `kind: cross_encoder` local judge".into(),
+                )),
+            }
+        }
+
+        pub(crate) fn chat(
+            &self,
+            messages: &[(&str, &str)],
+            max_tokens: usize,
+        ) -> Result<ChatReply, LocalFailure> {
+            match self {
+                LocalModel::Chat(m) => m
+                    .generate(messages, max_tokens)
+                    .map(|g| ChatReply {
+                        text: g.text,
+                        input_tokens: g.prompt_tokens as u64,
+                        output_tokens: g.output_tokens as u64,
+                        truncated: g.truncated,
+                    })
+                    .map_err(|e| LocalFailure::Call(e.to_string())),
+                _ => Err(LocalFailure::Call(
+                    "LLM judgments need a `kind: generate` local judge".into(),
+                )),
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "local-models"))]
+mod imp {
+    use super::*;
+
+    /// Never constructed: this build has no local models.
+    #[derive(Debug)]
+    pub(crate) enum LocalModel {}
+
+    pub(crate) fn load(_settings: &JudgeSettings) -> Result<LocalModel, LocalFailure> {
+        Err(LocalFailure::Load(WITHOUT_LOCAL_MODELS.into()))
+    }
+
+    impl LocalModel {
+        pub(crate) fn identity(&self) -> String {
+            match *self {}
+        }
+        pub(crate) fn embed(&self, _texts: &[String]) -> Result<Vec<Vec<f32>>, LocalFailure> {
+            match *self {}
+        }
+        pub(crate) fn score_pairs(
+            &self,
+            _pairs: &[(String, String)],
+        ) -> Result<Vec<f32>, LocalFailure> {
+            match *self {}
+        }
+        pub(crate) fn chat(
+            &self,
+            _messages: &[(&str, &str)],
+            _max_tokens: usize,
+        ) -> Result<ChatReply, LocalFailure> {
+            match *self {}
+        }
+    }
+}
+
+pub(crate) use imp::{load, LocalModel};

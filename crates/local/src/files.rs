@@ -1,0 +1,205 @@
+//! Reading a model folder: required files with clear errors, `config.json`, the tokenizer,
+//! safetensors weights checked against the config, the model's content identity, and the
+//! thread pool a model runs on.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{Device, Tensor};
+use candle_nn::VarBuilder;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::{LocalError, Result};
+
+/// The folder `path`, or a [`LocalError::MissingPath`] / [`LocalError::BadFile`] saying what
+/// it should be.
+pub(crate) fn model_dir(path: &Path, what: &str) -> Result<PathBuf> {
+    if !path.exists() {
+        return Err(LocalError::MissingPath {
+            path: path.to_path_buf(),
+            expected: format!("a {what} folder in the Hugging Face layout (config.json, tokenizer.json, model.safetensors)"),
+        });
+    }
+    if !path.is_dir() {
+        return Err(LocalError::bad_file(
+            path,
+            format!("expected a {what} folder (config.json, tokenizer.json, model.safetensors), found a file"),
+        ));
+    }
+    Ok(path.to_path_buf())
+}
+
+/// `dir/name`, or [`LocalError::MissingFile`].
+pub(crate) fn require(dir: &Path, name: &str, expected: &str) -> Result<PathBuf> {
+    let p = dir.join(name);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(LocalError::MissingFile {
+            dir: dir.to_path_buf(),
+            file: name.to_string(),
+            expected: expected.to_string(),
+        })
+    }
+}
+
+/// The JSON content of `path`.
+pub(crate) fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LocalError::bad_file(path, format!("cannot read: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        LocalError::bad_file(
+            path,
+            format!("line {}:{}: not valid JSON: {e}", e.line(), e.column()),
+        )
+    })
+}
+
+/// `config.json` as candle's BERT configuration (the raw JSON is returned too, for
+/// `id2label` and the identity).
+pub(crate) fn bert_config(
+    dir: &Path,
+) -> Result<(PathBuf, Value, candle_transformers::models::bert::Config)> {
+    let path = require(dir, "config.json", "the model's Hugging Face config.json")?;
+    let raw = read_json(&path)?;
+    if let Some(t) = raw.get("model_type").and_then(Value::as_str) {
+        if !matches!(
+            t,
+            "bert" | "roberta" | "xlm-roberta" | "distilbert" | "camembert" | "mpnet"
+        ) && !t.contains("bert")
+        {
+            return Err(LocalError::bad_file(
+                &path,
+                format!("model_type `{t}` is not supported: expected a BERT-family encoder (model_type `bert`)"),
+            ));
+        }
+    }
+    let config: candle_transformers::models::bert::Config = serde_json::from_value(raw.clone())
+        .map_err(|e| LocalError::bad_file(&path, format!("not a BERT config.json: {e}")))?;
+    if config.hidden_size == 0
+        || config.num_attention_heads == 0
+        || config.hidden_size % config.num_attention_heads != 0
+    {
+        return Err(LocalError::bad_file(
+            &path,
+            format!(
+                "hidden_size ({}) must be a positive multiple of num_attention_heads ({})",
+                config.hidden_size, config.num_attention_heads
+            ),
+        ));
+    }
+    Ok((path, raw, config))
+}
+
+/// `tokenizer.json` of `dir`, with padding and truncation removed (callers set their own).
+pub(crate) fn tokenizer(dir: &Path) -> Result<tokenizers::Tokenizer> {
+    let path = require(
+        dir,
+        "tokenizer.json",
+        "the fast tokenizer file saved by Hugging Face `tokenizers` (tokenizer.save or save_pretrained)",
+    )?;
+    let mut tok = tokenizers::Tokenizer::from_file(&path)
+        .map_err(|e| LocalError::bad_file(&path, format!("not a tokenizers JSON file: {e}")))?;
+    tok.with_padding(None);
+    tok.with_truncation(None)
+        .map_err(|e| LocalError::bad_file(&path, e))?;
+    Ok(tok)
+}
+
+/// Loaded safetensors weights: their path, tensors and sha256.
+pub(crate) struct Weights {
+    pub path: PathBuf,
+    pub tensors: HashMap<String, Tensor>,
+    pub sha256: String,
+}
+
+/// Reads `model.safetensors` of `dir` (once: its bytes are hashed and parsed, then dropped).
+pub(crate) fn safetensors(dir: &Path) -> Result<Weights> {
+    let path = require(
+        dir,
+        "model.safetensors",
+        "the weights in safetensors format (pytorch_model.bin is not read: convert it with `safetensors`)",
+    )?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| LocalError::bad_file(&path, format!("cannot read: {e}")))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        .map_err(|e| LocalError::bad_file(&path, format!("not a safetensors file: {e}")))?;
+    Ok(Weights {
+        path,
+        tensors,
+        sha256,
+    })
+}
+
+impl Weights {
+    /// A variable builder over the tensors, converted to f32.
+    pub fn var_builder(&self) -> VarBuilder<'static> {
+        VarBuilder::from_tensors(self.tensors.clone(), candle_core::DType::F32, &Device::Cpu)
+    }
+
+    /// The prefix under which the encoder's tensors are stored (`bert.`, `roberta.` or none).
+    pub fn encoder_prefix(&self) -> Option<&'static str> {
+        ["bert", "roberta", "model"].into_iter().find(|p| {
+            self.tensors
+                .contains_key(&format!("{p}.embeddings.word_embeddings.weight"))
+        })
+    }
+
+    /// Maps a candle loading error to [`LocalError::WeightsMismatch`].
+    pub fn mismatch(&self, config: &Path, e: impl std::fmt::Display) -> LocalError {
+        LocalError::WeightsMismatch {
+            weights: self.path.clone(),
+            config: config.to_path_buf(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sha256 of a file, streamed.
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| LocalError::bad_file(path, format!("cannot read: {e}")))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)
+        .map_err(|e| LocalError::bad_file(path, format!("cannot read: {e}")))?;
+    Ok(hex(&h.finalize()))
+}
+
+/// The identity of a model: sha256 over the kind, the content of its `config.json` and the
+/// sha256 of its weights. Two folders with the same files have the same identity wherever
+/// they are.
+pub(crate) fn identity(kind: &str, config: &Value, weights_sha256: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(kind.as_bytes());
+    h.update([0]);
+    h.update(config.to_string().as_bytes());
+    h.update([0]);
+    h.update(weights_sha256.as_bytes());
+    hex(&h.finalize())
+}
+
+/// A thread pool of `threads` threads (default: every core). The model's forward passes run
+/// inside it, so candle's matrix products (which split work over the current rayon pool) use
+/// at most that many threads.
+pub(crate) fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
+    let n = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if n == 0 {
+        return Err(LocalError::Options {
+            message: "`threads` must be at least 1".into(),
+        });
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("oloproof-local-{i}"))
+        .build()
+        .map_err(|e| LocalError::Options {
+            message: format!("cannot start {n} model threads: {e}"),
+        })
+}

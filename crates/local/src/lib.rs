@@ -1,0 +1,54 @@
+//! Local models for Oloproof, run in-process on the CPU with candle: nothing is downloaded, a
+//! model is a path on disk.
+//!
+//! * [`SentenceEmbedder`] — any BERT-family sentence embedder in the Hugging Face /
+//!   sentence-transformers layout (all-MiniLM-L6-v2 and the like), reproducing
+//!   sentence-transformers' vectors: longest-in-batch padding with attention masks, the
+//!   model's max length, mean / CLS / max pooling, L2 normalisation.
+//! * [`PairClassifier`] — a BERT sequence-pair classifier (a cross-encoder or an NLI model),
+//!   with the entailment label from `config.json`'s `id2label` or the options, and long
+//!   premises scored as the maximum over overlapping windows.
+//! * [`ChatModel`] — a GGUF llama-family chat model through candle's quantized llama, with
+//!   the chat template read from the GGUF, greedy decoding.
+//!
+//! Every model runs its forward passes in its own thread pool (`threads`, default all cores).
+//! Errors ([`LocalError`]) name the file and what was expected.
+//!
+//! ```
+//! use std::path::Path;
+//! use oloproof_local::{ChatTemplate, EmbedderOptions, LocalError, SentenceEmbedder};
+//!
+//! // A missing folder is reported with what it should hold.
+//! let err = SentenceEmbedder::load(Path::new("models/none"), &EmbedderOptions::default())
+//!     .unwrap_err();
+//! assert!(matches!(err, LocalError::MissingPath { .. }));
+//! assert!(err.to_string().contains("tokenizer.json"), "{err}");
+//!
+//! // SmolLM2's GGUF carries a ChatML template.
+//! let t = ChatTemplate::detect("{% for m in messages %}<|im_start|>{{ m.role }}…").unwrap();
+//! assert_eq!(
+//!     t.render(&[("user", "Hi")]),
+//!     "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+//! );
+//! ```
+
+#![warn(missing_docs)]
+
+mod bert;
+mod classify;
+mod embed;
+mod encoder;
+mod error;
+mod files;
+mod generate;
+pub mod testing;
+
+pub use classify::{ClassifierOptions, PairClassifier, PairScore, DEFAULT_WINDOW_OVERLAP};
+pub use embed::{EmbedderOptions, Pooling, SentenceEmbedder, DEFAULT_BATCH_SIZE};
+pub use error::{LocalError, Result};
+pub use generate::{ChatModel, ChatTemplate, GenerateOptions, Generation};
+
+/// sha256 of a file (hex), streamed: used to check a model file against a known digest.
+pub fn sha256_file(path: &std::path::Path) -> Result<String> {
+    files::sha256_file(path)
+}

@@ -1,0 +1,389 @@
+//! The HTTP server: binding (loopback unless allowed otherwise), routes, the security headers
+//! and the Host check, and the store reads behind each page.
+//!
+//! Each request opens the store read-only on a blocking thread, loads what its page needs by
+//! the ids in the path (looked up in the store, never used as file names) and renders it with
+//! [`crate::pages`]. An id the store does not know is a 404 page, a filter naming something the
+//! page does not have a 400 page, a store failure a 500 page: never a panic.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use oloproof_engine::compare::load_comparison;
+use oloproof_engine::diagnose::{load_diagnosis, Diagnosis};
+use oloproof_engine::run::{load_run, summarize_stored, LoadedRun};
+use oloproof_engine::summary::CacheCounts;
+use oloproof_engine::EngineError;
+use oloproof_store::{SqliteStore, StoreError};
+use serde::Deserialize;
+
+use crate::pages::{self, CaseFilters, ComparisonFilters, LabelFilter, PageError};
+use crate::{ViewError, CONTENT_SECURITY_POLICY};
+
+/// Where the viewer listens and what it serves.
+#[derive(Debug, Clone)]
+pub struct ViewerSettings {
+    /// The run store (an existing `oloproof.db`).
+    pub store_path: PathBuf,
+    /// The interface (default 127.0.0.1).
+    pub host: IpAddr,
+    /// The port (0: any free one).
+    pub port: u16,
+    /// Whether a non-loopback `host` was asked for explicitly (`--host`); without it such an
+    /// address is refused.
+    pub allow_non_loopback: bool,
+}
+
+/// A bound viewer, not yet serving: its address is known (`--port 0` included).
+#[derive(Debug)]
+pub struct Viewer {
+    listener: TcpListener,
+    addr: SocketAddr,
+    store_path: PathBuf,
+}
+
+struct AppState {
+    store_path: PathBuf,
+    /// `Host` values accepted (loopback binding only); `None` accepts any.
+    allowed_hosts: Option<Vec<String>>,
+}
+
+impl Viewer {
+    /// Binds the address; refuses a non-loopback one unless `allow_non_loopback`.
+    pub fn bind(settings: &ViewerSettings) -> Result<Viewer, ViewError> {
+        let addr = SocketAddr::new(settings.host, settings.port);
+        if !settings.host.is_loopback() && !settings.allow_non_loopback {
+            return Err(ViewError::NonLoopback {
+                addr,
+                host: settings.host.to_string(),
+            });
+        }
+        let listener =
+            TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ViewError::Bind { addr, source })?;
+        Ok(Viewer {
+            listener,
+            addr,
+            store_path: settings.store_path.clone(),
+        })
+    }
+
+    /// The bound address (with the port picked for `--port 0`).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The address to open: `http://127.0.0.1:7878/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Serves until Ctrl-C.
+    pub fn serve(self) -> Result<(), ViewError> {
+        self.serve_until(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    pub fn serve_until<F>(self, shutdown: F) -> Result<(), ViewError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let port = self.addr.port();
+        let allowed_hosts = self.addr.ip().is_loopback().then(|| {
+            vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+        });
+        let state = Arc::new(AppState {
+            store_path: self.store_path,
+            allowed_hosts,
+        });
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(ViewError::Serve)?;
+        self.listener
+            .set_nonblocking(true)
+            .map_err(ViewError::Serve)?;
+        runtime
+            .block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(self.listener)?;
+                axum::serve(listener, router(state))
+                    .with_graceful_shutdown(shutdown)
+                    .await
+            })
+            .map_err(ViewError::Serve)
+    }
+}
+
+fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/runs/{run_id}", get(run))
+        .route("/runs/{run_id}/cases/{case_id}", get(case))
+        .route("/runs/{run_id}/case", get(case_by_query))
+        .route("/comparisons/{id}", get(comparison))
+        .route("/diagnoses/{id}", get(diagnosis))
+        .route("/static/style.css", get(stylesheet))
+        .route("/static/favicon.svg", get(favicon))
+        .fallback(fallback)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// The security headers of every response.
+fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// Answers only requests addressed to this loopback server (a page of another site cannot
+/// reach it through a rebound DNS name), and adds the security headers to every response.
+async fn guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if let Some(allowed) = &state.allowed_hosts {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+            let mut resp = html(
+                StatusCode::MISDIRECTED_REQUEST,
+                pages::bad_request_page(&format!(
+                    "this viewer answers requests for {} only",
+                    allowed.join(", ")
+                )),
+            );
+            secure(resp.headers_mut());
+            return resp;
+        }
+    }
+    let mut resp = next.run(req).await;
+    secure(resp.headers_mut());
+    resp
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// Runs `render` on a blocking thread with a read-only store, and turns its outcome into a page.
+async fn page<F>(state: Arc<AppState>, render: F) -> Response
+where
+    F: FnOnce(&SqliteStore) -> Result<String, PageError> + Send + 'static,
+{
+    let result = tokio::task::spawn_blocking(move || {
+        let store = SqliteStore::open_reader(&state.store_path)
+            .map_err(|e| PageError::Internal(e.to_string()))?;
+        render(&store)
+    })
+    .await
+    .unwrap_or_else(|e| Err(PageError::Internal(format!("the page failed: {e}"))));
+    match result {
+        Ok(body) => html(StatusCode::OK, body),
+        Err(PageError::NotFound(m)) => html(StatusCode::NOT_FOUND, pages::not_found_page(&m)),
+        Err(PageError::BadRequest(m)) => html(StatusCode::BAD_REQUEST, pages::bad_request_page(&m)),
+        Err(PageError::Internal(m)) => {
+            tracing::warn!(error = %m, "viewer page failed");
+            html(StatusCode::INTERNAL_SERVER_ERROR, pages::error_page(&m))
+        }
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> PageError {
+    PageError::Internal(e.to_string())
+}
+
+fn engine_error(e: EngineError) -> PageError {
+    match e {
+        EngineError::Store(StoreError::UnknownRun(id)) => {
+            PageError::NotFound(format!("no run `{id}` in this store"))
+        }
+        other => internal(other),
+    }
+}
+
+fn load(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, PageError> {
+    load_run(store, run_id).map_err(engine_error)
+}
+
+/// The run's diagnoses, newest first.
+fn diagnoses_of(store: &SqliteStore, run_id: &str) -> Result<Vec<Diagnosis>, PageError> {
+    store
+        .diagnoses_of(run_id)
+        .map_err(internal)?
+        .iter()
+        .map(|a| {
+            serde_json::from_str(&a.content_json)
+                .map_err(|e| internal(format!("diagnosis {} is unreadable: {e}", a.id)))
+        })
+        .collect()
+}
+
+async fn index(State(state): State<Arc<AppState>>) -> Response {
+    page(state, |store| {
+        let runs = store.list_runs().map_err(internal)?;
+        let comparisons = store.list_comparisons().map_err(internal)?;
+        let diagnoses = store.list_diagnoses().map_err(internal)?;
+        Ok(pages::runs_page(&runs, &comparisons, &diagnoses))
+    })
+    .await
+}
+
+async fn run(
+    State(state): State<Arc<AppState>>,
+    Path(run_id): Path<String>,
+    Query(filters): Query<CaseFilters>,
+) -> Response {
+    page(state, move |store| {
+        let run = load(store, &run_id)?;
+        let summary = match pages::stored_summary(&run.record) {
+            Some(s) => s,
+            None => {
+                summarize_stored(store, &run_id, CacheCounts::default()).map_err(engine_error)?
+            }
+        };
+        let diagnoses = diagnoses_of(store, &run_id)?;
+        let comparisons: Vec<_> = store
+            .list_comparisons()
+            .map_err(internal)?
+            .into_iter()
+            .filter(|a| a.run_id == run_id || a.baseline.as_deref() == Some(run_id.as_str()))
+            .collect();
+        pages::run_page(&run, &summary, &diagnoses, &comparisons, &filters)
+    })
+    .await
+}
+
+fn render_case(store: &SqliteStore, run_id: &str, case_id: &str) -> Result<String, PageError> {
+    let run = load(store, run_id)?;
+    let Some((case, trace, verdicts)) = run.cases.iter().find(|(c, _, _)| c.id == case_id) else {
+        return Err(PageError::NotFound(format!(
+            "run {run_id} has no case `{case_id}`"
+        )));
+    };
+    let diagnoses = diagnoses_of(store, run_id)?;
+    Ok(pages::case_page(
+        &run,
+        case,
+        trace.as_ref(),
+        verdicts,
+        &diagnoses,
+    ))
+}
+
+async fn case(
+    State(state): State<Arc<AppState>>,
+    Path((run_id, case_id)): Path<(String, String)>,
+) -> Response {
+    page(state, move |store| render_case(store, &run_id, &case_id)).await
+}
+
+#[derive(Debug, Deserialize)]
+struct CaseQuery {
+    id: Option<String>,
+}
+
+async fn case_by_query(
+    State(state): State<Arc<AppState>>,
+    Path(run_id): Path<String>,
+    Query(q): Query<CaseQuery>,
+) -> Response {
+    page(state, move |store| match q.id {
+        Some(case_id) => render_case(store, &run_id, &case_id),
+        None => Err(PageError::BadRequest(
+            "name the case: /runs/<run>/case?id=<case id>".into(),
+        )),
+    })
+    .await
+}
+
+async fn comparison(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(filters): Query<ComparisonFilters>,
+) -> Response {
+    page(state, move |store| {
+        let Some(c) = load_comparison(store, &id).map_err(engine_error)? else {
+            return Err(PageError::NotFound(format!(
+                "no comparison `{id}` in this store"
+            )));
+        };
+        let candidate = load(store, &c.candidate)?;
+        let baseline = load(store, &c.baseline)?;
+        pages::comparison_page(&c, &candidate, &baseline, &filters)
+    })
+    .await
+}
+
+async fn diagnosis(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(filter): Query<LabelFilter>,
+) -> Response {
+    page(state, move |store| {
+        let Some(d) = load_diagnosis(store, &id).map_err(engine_error)? else {
+            return Err(PageError::NotFound(format!(
+                "no diagnosis `{id}` in this store"
+            )));
+        };
+        let run = load(store, &d.content.run_id)?;
+        pages::diagnosis_page(&d, &run, &filter)
+    })
+    .await
+}
+
+async fn stylesheet() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        pages::stylesheet(),
+    )
+        .into_response()
+}
+
+async fn favicon() -> Response {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        pages::FAVICON_SVG,
+    )
+        .into_response()
+}
+
+async fn fallback(req: Request) -> Response {
+    html(
+        StatusCode::NOT_FOUND,
+        pages::not_found_page(&format!("nothing at {}", req.uri().path())),
+    )
+}

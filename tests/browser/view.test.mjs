@@ -1,0 +1,271 @@
+// End-to-end tests of `oloproof view` and of the HTML report in a real browser: Debian's
+// Chromium (/usr/bin/chromium) driven by playwright-core, run by `node --test` from scripts/test.
+//
+// A store is built in a temporary folder from examples/support_rag with the real binary: a run,
+// a second run with a larger token budget, their comparison under the example's policy, a
+// gold-context diagnosis, and a recorded (Ragas) run whose answers are hostile markup. The
+// viewer is started on a free port; every page type is loaded and checked on the DOM.
+// Screenshots go to target/browser-screenshots/ (and to docs/images/ with
+// OLOPROOF_UPDATE_SCREENSHOTS=1).
+//
+// Environment: OLOPROOF_BIN (default target/ci/oloproof), OLOPROOF_NODE_MODULES (default
+// target/browser-tests/node_modules), OLOPROOF_CHROMIUM (default /usr/bin/chromium).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const bin = resolve(repo, process.env.OLOPROOF_BIN ?? "target/ci/oloproof");
+const nodeModules = resolve(repo, process.env.OLOPROOF_NODE_MODULES ?? "target/browser-tests/node_modules");
+const chromiumPath = process.env.OLOPROOF_CHROMIUM ?? "/usr/bin/chromium";
+const shots = join(repo, "target/browser-screenshots");
+const updateDocs = process.env.OLOPROOF_UPDATE_SCREENSHOTS === "1";
+const { chromium } = createRequire(join(nodeModules, "noop.js"))("playwright-core");
+
+const XSS_SCRIPT = "<script>window.__xss=1</script>";
+const XSS_IMG = '<img src=x onerror="window.__xss=1">';
+
+let tmp, project, viewer, base, context;
+const ids = {};
+const summaries = {};
+
+/** Runs the real binary; returns stdout, failing on an exit code not in `codes`. */
+function oloproof(args, codes = [0]) {
+  const r = spawnSync(bin, args, { cwd: tmp, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "" } });
+  assert.ok(codes.includes(r.status), `oloproof ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** The server's first stdout line names the URL; resolves with it. */
+function startViewer() {
+  return new Promise((resolveUrl, reject) => {
+    viewer = spawn(bin, ["view", project, "--port", "0"], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    viewer.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
+      if (m) resolveUrl(m[0].replace(/\/$/, ""));
+    });
+    viewer.stderr.on("data", (d) => (err += d));
+    viewer.on("exit", (code) => reject(new Error(`oloproof view exited ${code}: ${out}${err}`)));
+  });
+}
+
+/** A page that records console errors (a CSP violation is one) and page errors. */
+async function newPage() {
+  const page = await context.newPage();
+  page.problems = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") page.problems.push(m.text());
+  });
+  page.on("pageerror", (e) => page.problems.push(String(e)));
+  return page;
+}
+
+async function screenshot(page, name) {
+  await page.screenshot({ path: join(shots, `${name}-full.png`), fullPage: true });
+  await page.screenshot({ path: join(shots, `${name}.png`) });
+  if (updateDocs) await page.screenshot({ path: join(repo, "docs/images", `${name}.png`) });
+}
+
+/** The report's way of writing a criterion's value (`value_cell`). */
+function valueCell(c) {
+  if (c.value === null || c.value === undefined) return "—";
+  return c.kind === "mean" ? c.value.toFixed(3) : `${(c.value * 100).toFixed(1)}%`;
+}
+
+/** No script ran, no script element exists, and no element came from the stored markup. */
+async function assertInert(page) {
+  assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
+  assert.equal(await page.locator("script").count(), 0);
+  assert.equal(await page.locator("img").count(), 0);
+  assert.equal(await page.evaluate(() => [...document.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length), 0);
+}
+
+before(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "oloproof-browser-"));
+  project = join(tmp, "project");
+  cpSync(join(repo, "examples/support_rag"), project, {
+    recursive: true,
+    filter: (src) => !/(\.oloproof|__pycache__)$/.test(src),
+  });
+  mkdirSync(shots, { recursive: true });
+  summaries.base = JSON.parse(oloproof(["run", project, "--json"]));
+  summaries.budget = JSON.parse(oloproof(["run", project, "--set", "system.rag.token_budget=120", "--json"]));
+  ids.base = summaries.base.run_id;
+  ids.budget = summaries.budget.run_id;
+  const comparison = JSON.parse(
+    oloproof(["compare", ids.budget, ids.base, "--policy", join(repo, "examples/support_rag/compare.yaml"), "--dir", project, "--json"], [0, 3]),
+  );
+  ids.comparison = comparison.id;
+  const diagnosis = JSON.parse(
+    oloproof(["diagnose", ids.base, "--intervention", "gold-context", "--criterion", "answer_correct", "--dir", project, "--json"]),
+  );
+  ids.diagnosis = diagnosis.id;
+  const records = [
+    { id: "xss", user_input: "What happens to markup?", retrieved_contexts: ["Refunds for annual plans are issued within 14 days of an approved request."], response: `${XSS_SCRIPT} ${XSS_IMG}`, reference: "14 days", reference_contexts: ["Refunds for annual plans are issued within 14 days of an approved request."] },
+    { id: "plain", user_input: "How long do refunds take for annual plans?", retrieved_contexts: ["Refunds for annual plans are issued within 14 days of an approved request."], response: "Within 14 days.", reference: "14 days", reference_contexts: ["Refunds for annual plans are issued within 14 days of an approved request."] },
+  ];
+  writeFileSync(join(tmp, "hostile.jsonl"), records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  summaries.hostile = JSON.parse(oloproof(["run", project, "--dataset", join(tmp, "hostile.jsonl"), "--json"]));
+  ids.hostile = summaries.hostile.run_id;
+  oloproof(["report", ids.base, "--dir", project, "-o", join(tmp, "run.html")]);
+  oloproof(["report", ids.hostile, "--dir", project, "-o", join(tmp, "hostile.html")]);
+  oloproof(["report", ids.comparison, "--dir", project, "-o", join(tmp, "comparison.html")]);
+  base = await startViewer();
+  context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+});
+
+after(async () => {
+  await context?.close();
+  if (viewer && viewer.exitCode === null) {
+    viewer.removeAllListeners("exit");
+    viewer.kill("SIGINT");
+  }
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+test("the runs list shows every run with its headline numbers", async () => {
+  const page = await newPage();
+  const resp = await page.goto(`${base}/`);
+  assert.equal(resp.status(), 200);
+  assert.match(resp.headers()["content-security-policy"], /default-src 'none'; style-src 'self'/);
+  assert.equal(resp.headers()["x-content-type-options"], "nosniff");
+  for (const id of [ids.base, ids.budget, ids.hostile]) {
+    await page.locator(`#runs tr[data-run="${id}"]`).waitFor();
+  }
+  const chips = await page.locator(`#runs tr[data-run="${ids.base}"] .chip`).allTextContents();
+  assert.deepEqual(
+    chips,
+    summaries.base.criteria.map((c) => `${c.criterion} ${valueCell(c)}`),
+  );
+  assert.equal(await page.locator("#comparisons tr").count(), 2);
+  assert.equal(await page.locator("#diagnoses tr").count(), 2);
+  // The stylesheet applied (a CSP-blocked sheet would leave the browser defaults).
+  assert.equal(await page.locator("header.top").evaluate((e) => getComputedStyle(e).position), "sticky");
+  await screenshot(page, "runs");
+  assert.deepEqual(page.problems, []);
+});
+
+test("the run page's table equals `oloproof run --json`", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${base}/runs/${ids.base}`)).status(), 200);
+  const rows = page.locator("#criteria tr[data-criterion]");
+  assert.equal(await rows.count(), summaries.base.criteria.length);
+  for (const c of summaries.base.criteria) {
+    const row = page.locator(`#criteria tr[data-criterion="${c.criterion}"]`);
+    const cells = row.locator("td");
+    assert.equal(Number(await cells.nth(1).getAttribute("data-value")), c.value);
+    assert.equal((await cells.nth(1).textContent()).trim(), valueCell(c));
+    assert.equal(Number(await cells.nth(2).getAttribute("data-lo")), c.interval[0]);
+    assert.equal(Number(await cells.nth(2).getAttribute("data-hi")), c.interval[1]);
+    assert.equal(Number(await cells.nth(3).getAttribute("data-observed")), c.observed);
+    assert.equal(Number(await cells.nth(3).getAttribute("data-missing")), c.missing);
+    assert.equal(Number(await cells.nth(3).getAttribute("data-excluded")), c.excluded);
+  }
+  assert.equal(await page.locator("svg.chart").first().isVisible(), true);
+  await screenshot(page, "run");
+  // Server-side filters: failing answers only, through the form.
+  await page.selectOption("form.filters select[name=criterion]", "answer_correct");
+  await page.selectOption("form.filters select[name=outcome]", "fail");
+  await page.click("form.filters button");
+  await page.waitForURL(/outcome=fail/);
+  const failed = summaries.base.criteria.find((c) => c.criterion === "answer_correct");
+  const expected = failed.observed - failed.passed;
+  assert.equal(await page.locator("#case-table tr[data-case]").count(), expected);
+  assert.equal(await page.locator("#case-count").textContent(), `${expected} of ${summaries.base.cases}`);
+  assert.deepEqual(page.problems, []);
+});
+
+test("from a failing case in the comparison to its trace", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${base}/comparisons/${ids.comparison}`)).status(), 200);
+  assert.equal(await page.locator("svg.chart").first().isVisible(), true);
+  // Changed cases come first, regressions before improvements.
+  const directions = await page.locator("#case-table tr[data-direction]").evaluateAll((rows) => rows.map((r) => r.dataset.direction));
+  const order = { regression: 0, other: 1, improvement: 2, unchanged: 3 };
+  assert.deepEqual(directions, [...directions].sort((a, b) => order[a] - order[b]));
+  await screenshot(page, "comparison");
+  // A case the candidate fails: its candidate cell (4th) holds a fail pill.
+  const row = page.locator("#case-table tr[data-case]").filter({ has: page.locator("td:nth-child(4) .pill.fail") }).first();
+  const caseId = await row.getAttribute("data-case");
+  assert.ok(caseId, "the candidate fails some case");
+  await row.locator("td:nth-child(4) a.trace").click();
+  await page.waitForURL(`${base}/runs/${ids.budget}/cases/${encodeURIComponent(caseId)}`);
+  assert.equal((await page.locator("h1").textContent()).trim(), `Case ${caseId}`);
+  await page.locator("text=Retrieved candidates").first().waitFor();
+  const verdict = page.locator("section.case table tr", { hasText: "answer_correct" }).locator("td").nth(1);
+  assert.match(await verdict.textContent(), /^(fail|missing)/);
+  await screenshot(page, "case");
+  assert.deepEqual(page.problems, []);
+});
+
+test("the diagnosis page lists the labels and filters by label", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${base}/diagnoses/${ids.diagnosis}`)).status(), 200);
+  const labels = await page.locator("#case-table tr[data-label]").evaluateAll((rows) => rows.map((r) => r.dataset.label));
+  assert.ok(labels.length > 0);
+  await screenshot(page, "diagnosis");
+  const label = labels[0];
+  await page.selectOption("form.filters select[name=label]", label);
+  await page.click("form.filters button");
+  await page.waitForURL(/label=/);
+  const shown = await page.locator("#case-table tr[data-label]").evaluateAll((rows) => rows.map((r) => r.dataset.label));
+  assert.deepEqual(shown, labels.filter((l) => l === label));
+  // Each labelled case links to its trace in the diagnosed run.
+  const href = await page.locator("#case-table tr[data-label] a").first().getAttribute("href");
+  assert.ok(href.startsWith(`/runs/${ids.base}/cases/`), href);
+  assert.deepEqual(page.problems, []);
+});
+
+test("hostile answers render as text in the viewer", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${base}/runs/${ids.hostile}/cases/xss`)).status(), 200);
+  const answer = page.locator("section.case pre", { hasText: "window.__xss" }).first();
+  assert.equal((await answer.textContent()).trim(), `${XSS_SCRIPT} ${XSS_IMG}`);
+  await assertInert(page);
+  assert.equal((await page.goto(`${base}/runs/${ids.hostile}`)).status(), 200);
+  await assertInert(page);
+  assert.equal((await page.goto(`${base}/runs/no_such_run`)).status(), 404);
+  assert.equal((await page.locator("h1").textContent()).trim(), "Not found");
+  assert.deepEqual(page.problems.filter((p) => !p.includes("404")), []);
+});
+
+test("the HTML report opens from disk, inert, with the same numbers", async () => {
+  const page = await newPage();
+  await page.goto(pathToFileURL(join(tmp, "run.html")).href);
+  assert.equal((await page.locator("h1").textContent()).trim(), "Oloproof run report");
+  for (const c of summaries.base.criteria) {
+    const cells = page.locator("table tr", { has: page.locator(`td:first-child:text-is("${c.criterion}")`) }).first().locator("td");
+    assert.equal((await cells.nth(1).textContent()).trim(), valueCell(c));
+  }
+  await screenshot(page, "report");
+  await page.goto(pathToFileURL(join(tmp, "hostile.html")).href);
+  await page.locator("pre", { hasText: XSS_SCRIPT }).first().waitFor();
+  await assertInert(page);
+  await page.goto(pathToFileURL(join(tmp, "comparison.html")).href);
+  assert.equal((await page.locator("h1").textContent()).trim(), "Oloproof comparison report");
+  await assertInert(page);
+  assert.deepEqual(page.problems, []);
+});
