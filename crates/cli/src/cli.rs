@@ -105,6 +105,10 @@ pub(crate) struct RunArgs {
     /// report how far the repeats agree (cases identical in every repeat, Krippendorff's alpha).
     #[arg(long, value_name = "N", conflicts_with = "resume")]
     pub(crate) repeats: Option<u32>,
+    /// Threads of every `provider: local` model's forward pass (default: each judge's
+    /// `threads:`, else every core).
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
     /// Evaluate recorded cases (Ragas or trace JSONL) instead of running the system.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub(crate) dataset: Option<PathBuf>,

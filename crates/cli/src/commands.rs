@@ -219,6 +219,18 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     if let Some(repeats) = args.repeats {
         apply_repeats(&mut config, repeats)?;
     }
+    if let Some(threads) = args.threads {
+        if threads == 0 {
+            return Err(CliError::Usage(
+                "--threads takes a number of threads of at least 1, e.g. --threads 2".into(),
+            ));
+        }
+        for judge in config.options.judges.values_mut() {
+            if judge.get("provider").and_then(serde_json::Value::as_str) == Some("local") {
+                judge["threads"] = serde_json::json!(threads);
+            }
+        }
+    }
     if args.dry_run {
         return dry_run(&config);
     }

@@ -101,7 +101,31 @@ fn offline_example_and_claim_support_calibration() {
     };
     let (tmp, dir) = project("examples/support_rag");
     let env = [("OLOPROOF_MINILM_DIR", model.as_str())];
-    let o = oloproof_env(&dir, &["run", ".", "--config", "oloproof.local.yaml"], &env);
+    let zero = oloproof_env(
+        &dir,
+        &[
+            "run",
+            ".",
+            "--config",
+            "oloproof.local.yaml",
+            "--threads",
+            "0",
+        ],
+        &env,
+    );
+    assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+    let o = oloproof_env(
+        &dir,
+        &[
+            "run",
+            ".",
+            "--config",
+            "oloproof.local.yaml",
+            "--threads",
+            "1",
+        ],
+        &env,
+    );
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{}", transcript(&o, tmp.path()));
     for criterion in [
