@@ -194,8 +194,9 @@ pub(crate) struct DiagnoseArgs {
     /// New budget for `--intervention token-budget`.
     #[arg(long, value_name = "N")]
     pub(crate) token_budget: Option<usize>,
-    /// `module:function` for `--intervention reranker` (imported beside oloproof.yaml).
-    #[arg(long, value_name = "MODULE:FUNCTION")]
+    /// For `--intervention reranker`: `module:function` (imported beside oloproof.yaml), or
+    /// `judge:NAME`, a local cross-encoder of `judges:` scoring (question, passage) pairs.
+    #[arg(long, value_name = "MODULE:FUNCTION|judge:NAME")]
     pub(crate) reranker: Option<String>,
     /// Project folder holding oloproof.yaml (default: the current directory).
     #[arg(long)]

@@ -499,7 +499,7 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
                 })
                 .ok_or_else(|| {
                     CliError::Usage(
-                        "--intervention reranker needs --reranker module:function".into(),
+                        "--intervention reranker needs --reranker module:function (the system's) or --reranker judge:NAME (a local cross-encoder of judges:)".into(),
                     )
                 })?;
             InterventionKind::Reranker { reranker }

@@ -221,3 +221,101 @@ fn chunk_coherence_prefers_topic_boundaries() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nowhere"), "{}", stderr(&o));
 }
+
+/// `diagnose --intervention reranker --reranker judge:NAME`: the recorded candidates of the
+/// failed cases reordered by a local cross-encoder (here a tiny random one: the plumbing, not
+/// the quality), best score first, before context assembly.
+#[cfg(feature = "local-models")]
+#[test]
+fn a_local_cross_encoder_reranks_for_the_reranker_intervention() {
+    let (_tmp, dir) = project("examples/support_rag");
+    let model = dir.join("models/ce");
+    std::fs::create_dir_all(&model).unwrap();
+    oloproof_local::testing::write_tiny_classifier(&model, &["relevant"], 3).unwrap();
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        format!(
+            "{config}\njudges:\n  ce: {{provider: local, kind: cross_encoder, path: models/ce}}\n"
+        ),
+    )
+    .unwrap();
+    let o = oloproof(&dir, &["run", ".", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_string();
+
+    let bad = oloproof(
+        &dir,
+        &[
+            "diagnose",
+            &run_id,
+            "--criterion",
+            "answer_correct",
+            "--intervention",
+            "reranker",
+            "--reranker",
+            "judge:cee",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("did you mean `judge:ce`?"),
+        "{}",
+        stderr(&bad)
+    );
+
+    let o = oloproof(
+        &dir,
+        &[
+            "diagnose",
+            &run_id,
+            "--criterion",
+            "answer_correct",
+            "--intervention",
+            "reranker",
+            "--reranker",
+            "judge:ce",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let child = d["child_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["role"].as_str().unwrap_or("").contains("judge:ce"))
+        .unwrap_or_else(|| panic!("no reranker child run in {d}"));
+    let child_id = child["run_id"].as_str().unwrap();
+    let case_id = d["content"]["cases"][0]["case_id"].as_str().unwrap();
+    let show = |run: &str| -> serde_json::Value {
+        let o = oloproof(&dir, &["show", run, "--case", case_id, "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        let mut ids: Vec<String> = v["trace"]["retrieval"]["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["doc_id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let (parent, reranked) = (show(&run_id), show(child_id));
+    assert_eq!(
+        ids(&parent),
+        ids(&reranked),
+        "the same candidates, reordered"
+    );
+    let scores: Vec<f64> = reranked["trace"]["retrieval"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+}

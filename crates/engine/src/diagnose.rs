@@ -347,6 +347,32 @@ fn recorded_refusal(run_id: &str, dataset: &str, kind: &InterventionKind) -> Str
     }
 }
 
+/// A `judge:NAME` reranker must name a local `cross_encoder` (or `nli`) judge of the run's
+/// `judges:`.
+fn check_reranker_judge(
+    judges: &std::collections::BTreeMap<String, serde_json::Value>,
+    name: &str,
+) -> Result<(), EngineError> {
+    let Some(judge) = judges.get(name) else {
+        let known: Vec<&str> = judges.keys().map(String::as_str).collect();
+        let hint = oloproof_core::source::did_you_mean(name, known.iter().copied())
+            .map(|s| format!("; did you mean `judge:{s}`?"))
+            .unwrap_or_default();
+        return Err(EngineError::Usage(format!(
+            "--reranker judge:{name}: the run has no judge `{name}`{hint}"
+        )));
+    };
+    let local = judge.get("provider").and_then(serde_json::Value::as_str) == Some("local");
+    let kind = judge.get("kind").and_then(serde_json::Value::as_str);
+    if !local || !matches!(kind, Some("cross_encoder" | "nli")) {
+        return Err(EngineError::Usage(format!(
+            "--reranker judge:{name}: a reranker judge is a local sequence-pair classifier \
+             (`provider: local`, `kind: cross_encoder`)"
+        )));
+    }
+    Ok(())
+}
+
 /// Runs a diagnosis of `run_id`'s failures on `criterion` under `kind`.
 pub fn diagnose(
     store_path: &Path,
@@ -370,6 +396,11 @@ pub fn diagnose(
         )));
     }
     parent.require_pass_fail(criterion, "diagnose")?;
+    if let InterventionKind::Reranker { reranker } = &kind {
+        if let Some(name) = reranker.strip_prefix(crate::execute::JUDGE_RERANKER_PREFIX) {
+            check_reranker_judge(&parent.settings.options.judges, name)?;
+        }
+    }
     let mut selected: Vec<&Case> = Vec::new();
     let mut not_diagnosable = Vec::new();
     for (case, _, verdicts) in &parent.cases {

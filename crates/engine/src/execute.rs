@@ -15,7 +15,7 @@ use oloproof_core::case::Case;
 use oloproof_core::context::{assemble, within_top_k};
 use oloproof_core::identity::content_hash;
 use oloproof_core::system::SystemConnection;
-use oloproof_core::trace::{StageError, Trace};
+use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_store::SqliteStore;
 use serde_json::{json, Value};
 
@@ -95,6 +95,56 @@ pub struct CaseMode<'a> {
     pub recorded: Option<&'a Retrieval>,
     /// A recorded dataset's trace, returned as it is: no connection, no cache.
     pub trace: Option<&'a Trace>,
+    /// The local cross-encoder an intervention's `reranker: judge:NAME` names.
+    pub reranker_judge: Option<&'a oloproof_judge::JudgeClient>,
+}
+
+/// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
+/// cross-encoder) instead of the system's `module:function`.
+pub const JUDGE_RERANKER_PREFIX: &str = "judge:";
+
+/// Reorders `candidates` by a cross-encoder's relevance to `question`, best first (ties keep
+/// their order); each candidate's `score` becomes the model's.
+pub fn rerank_with_judge(
+    judge: &oloproof_judge::JudgeClient,
+    question: &str,
+    candidates: &[oloproof_core::passage::Passage],
+) -> Result<Vec<oloproof_core::passage::Passage>, StageError> {
+    let failure = |message: String| StageError {
+        stage: "rerank".into(),
+        kind: ErrorKind::Raised,
+        error_type: None,
+        message,
+        traceback: None,
+        stderr_tail: Vec::new(),
+    };
+    let mut pairs = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let text = c.text.as_deref().ok_or_else(|| {
+            failure(format!(
+                "candidate {} has no text: a cross-encoder reranker scores passage texts",
+                c.doc_id
+            ))
+        })?;
+        pairs.push((question.to_string(), text.to_string()));
+    }
+    let scores = if pairs.is_empty() {
+        Vec::new()
+    } else {
+        judge
+            .score_pairs(&pairs)
+            .map_err(|e| failure(format!("judge {}: {e}", judge.name())))?
+    };
+    let mut ranked: Vec<(f32, oloproof_core::passage::Passage)> =
+        scores.into_iter().zip(candidates.iter().cloned()).collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(ranked
+        .into_iter()
+        .map(|(score, mut p)| {
+            p.score = Some(f64::from(score));
+            p
+        })
+        .collect())
 }
 
 /// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
@@ -210,10 +260,27 @@ fn run_stages(
         };
         if let Some(function) = intervention.and_then(|i| i.reranker.as_deref()) {
             let started = Instant::now();
-            let reranked =
+            let reranked = if function.starts_with(JUDGE_RERANKER_PREFIX) {
+                match mode.reranker_judge {
+                    Some(judge) => rerank_with_judge(
+                        judge,
+                        &crate::judged::question_of(case),
+                        &retrieval.candidates,
+                    ),
+                    None => Err(StageError {
+                        stage: "rerank".into(),
+                        kind: ErrorKind::Raised,
+                        error_type: None,
+                        message: format!("no judge for the reranker `{function}`"),
+                        traceback: None,
+                        stderr_tail: Vec::new(),
+                    }),
+                }
+            } else {
                 source
                     .connection()?
-                    .rerank(function, &case.input, &retrieval.candidates);
+                    .rerank(function, &case.input, &retrieval.candidates)
+            };
             trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
             retrieval.candidates = reranked?;
         }

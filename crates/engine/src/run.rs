@@ -548,6 +548,13 @@ pub(crate) fn execute_pending(
     let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
         .map_err(EngineError::Usage)?;
     let registry = &registry;
+    let reranker_judge = settings
+        .intervention
+        .as_ref()
+        .and_then(|i| i.reranker.as_deref())
+        .and_then(|r| r.strip_prefix(crate::execute::JUDGE_RERANKER_PREFIX))
+        .and_then(|name| registry.client(name))
+        .map(|c| c.as_ref());
     let over_budget = || max_cost.is_some_and(|cap| registry.spent_usd() >= cap);
     let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
     let claimed = store.claim_pending(run_id, lease)?;
@@ -617,6 +624,7 @@ pub(crate) fn execute_pending(
                                 intervention: settings.intervention.as_ref(),
                                 recorded: recorded.retrievals.get(&case.id),
                                 trace: recorded.traces.get(&case.id),
+                                reranker_judge,
                             },
                         );
                         let mut judgment = crate::summary::HitMiss::default();
