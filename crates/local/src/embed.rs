@@ -144,7 +144,8 @@ impl SentenceEmbedder {
 
     fn embed_inner<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
         let ids = crate::bert::encode_singles(&self.tokenizer, texts, self.max_length)?;
-        // Longest first, as sentence-transformers does: batches of similar lengths pad little.
+        // Longest first, as sentence-transformers does (nothing is padded: the encoder packs
+        // each batch, so the order only decides which texts share a forward pass).
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];

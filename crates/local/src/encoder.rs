@@ -525,9 +525,8 @@ mod tests {
 
     #[test]
     fn erf_is_within_5e7_of_the_exact_function() {
-        // Reference: Abramowitz–Stegun-free check against a high-precision series in f64.
+        // The exact function in f64: Taylor series for |x| ≤ 3, else erfc's continued fraction.
         fn exact(x: f64) -> f64 {
-            // erf by its Taylor series (|x| ≤ 3) or complementary continued fraction.
             if x.abs() > 3.0 {
                 let mut f = 0.0;
                 for k in (1..=60).rev() {

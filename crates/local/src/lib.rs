@@ -3,8 +3,9 @@
 //!
 //! * [`SentenceEmbedder`] — any BERT-family sentence embedder in the Hugging Face /
 //!   sentence-transformers layout (all-MiniLM-L6-v2 and the like), reproducing
-//!   sentence-transformers' vectors: longest-in-batch padding with attention masks, the
-//!   model's max length, mean / CLS / max pooling, L2 normalisation.
+//!   sentence-transformers' vectors: the model's max length, mean / CLS / max pooling, L2
+//!   normalisation; batches run packed, without padding, through a BERT encoder with fused
+//!   attention, GELU and layer-norm passes between candle's matrix products.
 //! * [`PairClassifier`] — a BERT sequence-pair classifier (a cross-encoder or an NLI model),
 //!   with the entailment label from `config.json`'s `id2label` or the options, and long
 //!   premises scored as the maximum over overlapping windows.
