@@ -4,8 +4,13 @@
 //! and counted on stderr): `user_input` (the input's `question`, its only string field, or
 //! its JSON), `retrieved_contexts` (the texts of the context given to the generator — what
 //! Ragas calls retrieved contexts — else of the retrieved candidates), `response` (the answer),
-//! `reference` (`expected.answer`) and `reference_contexts` (`expected.gold_context` texts).
-//! `oloproof run --dataset FILE` reads the file back.
+//! `reference` (`expected.answer`) and `reference_contexts` (`expected.gold_context` texts),
+//! with the case's `id`, and a `metadata` object carrying the case's metadata and, under the
+//! names the Ragas reader takes back, what Ragas has no field for: `expected_behavior`, the
+//! system's `behavior`, per-context `retrieved_contexts_metadata` / `reference_contexts_metadata`
+//! (`doc_id`, `status`, `corpus_version`; written when a passage has metadata or an id other than
+//! its text's) and the human `claims` annotations. `oloproof run --dataset FILE` reads the file
+//! back with nothing lost.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -69,23 +74,71 @@ fn user_input(case: &Case) -> String {
 }
 
 /// One Ragas record of a finished case.
+/// Per-context metadata (`doc_id` plus the passage's own metadata) in the Ragas reader's
+/// convention, or `None` when every passage has no metadata and the id the reader would derive
+/// from its text anyway.
+/// A passage as export writes it: id, text and metadata.
+type ContextRef<'a> = (&'a str, &'a str, Option<&'a Map<String, Value>>);
+
+fn contexts_metadata<'a>(passages: impl Iterator<Item = ContextRef<'a>>) -> Option<Value> {
+    let mut needed = false;
+    let list: Vec<Value> = passages
+        .map(|(doc_id, text, metadata)| {
+            let mut m = metadata.cloned().unwrap_or_default();
+            needed |= !m.is_empty() || doc_id != oloproof_core::dataset::stable_id(text);
+            m.insert("doc_id".into(), Value::String(doc_id.to_string()));
+            Value::Object(m)
+        })
+        .collect();
+    needed.then_some(Value::Array(list))
+}
+
 pub(crate) fn ragas_record(case: &Case, trace: &Trace) -> Value {
     let mut record = Map::new();
+    record.insert("id".into(), Value::String(case.id.clone()));
     record.insert("user_input".into(), Value::String(user_input(case)));
-    let contexts: Vec<Value> = match (&trace.context, &trace.retrieval) {
-        (Some(c), _) => c
-            .passages
-            .iter()
-            .filter_map(|p| p.passage.text.clone().map(Value::String))
-            .collect(),
-        (None, Some(r)) => r
-            .candidates
-            .iter()
-            .filter_map(|p| p.text.clone().map(Value::String))
-            .collect(),
+    let passages: Vec<&oloproof_core::passage::Passage> = match (&trace.context, &trace.retrieval) {
+        (Some(c), _) => c.passages.iter().map(|p| &p.passage).collect(),
+        (None, Some(r)) => r.candidates.iter().collect(),
         (None, None) => Vec::new(),
     };
+    let with_text: Vec<ContextRef<'_>> = passages
+        .iter()
+        .filter_map(|p| {
+            p.text
+                .as_deref()
+                .map(|t| (p.doc_id.as_str(), t, p.metadata.as_ref()))
+        })
+        .collect();
+    let contexts: Vec<Value> = with_text
+        .iter()
+        .map(|(_, t, _)| Value::String(t.to_string()))
+        .collect();
     record.insert("retrieved_contexts".into(), Value::Array(contexts));
+    let mut metadata = case.metadata.clone();
+    if let Some(list) = contexts_metadata(with_text.iter().copied()) {
+        metadata.insert("retrieved_contexts_metadata".into(), list);
+    }
+    if let Some(list) = case.expected.gold_context.as_ref().and_then(|gold| {
+        contexts_metadata(
+            gold.iter()
+                .map(|g| (g.doc_id.as_str(), g.text.as_str(), g.metadata.as_ref())),
+        )
+    }) {
+        metadata.insert("reference_contexts_metadata".into(), list);
+    }
+    if let Some(b) = case.expected.behavior {
+        metadata.insert("expected_behavior".into(), Value::String(b.as_str().into()));
+    }
+    if let Some(b) = trace.output_field("behavior") {
+        metadata.insert("behavior".into(), b.clone());
+    }
+    if let Some(claims) = trace.claims.as_ref().filter(|c| !c.is_empty()) {
+        metadata.insert(
+            "claims".into(),
+            serde_json::to_value(claims).unwrap_or(Value::Null),
+        );
+    }
     record.insert(
         "response".into(),
         trace
@@ -101,6 +154,9 @@ pub(crate) fn ragas_record(case: &Case, trace: &Trace) -> Value {
             "reference_contexts".into(),
             Value::Array(gold.iter().map(|g| Value::String(g.text.clone())).collect()),
         );
+    }
+    if !metadata.is_empty() {
+        record.insert("metadata".into(), Value::Object(metadata));
     }
     Value::Object(record)
 }
@@ -153,10 +209,35 @@ mod tests {
 
     #[test]
     fn a_recorded_ragas_record_round_trips() {
-        let line = r#"{"user_input":"q?","retrieved_contexts":["A","B"],"response":"r","reference":"ref","reference_contexts":["B"]}"#;
+        let line = r#"{"id":"row-1","user_input":"q?","retrieved_contexts":["A","B"],"response":"r","reference":"ref","reference_contexts":["B"]}"#;
         let d = oloproof_core::dataset::parse_dataset("d.jsonl", line, None).unwrap();
         let r = &d.records[0];
         let back = ragas_record(&r.case, &r.trace);
         assert_eq!(back, serde_json::from_str::<Value>(line).unwrap());
+    }
+
+    /// Rubrex fields (behaviours, passage status and ids, claim annotations) survive an export
+    /// and a second read: the second export is identical to the first.
+    #[test]
+    fn rubrex_fields_survive_the_round_trip() {
+        let line = r#"{"id":"refund_window","user_input":"How many days?","retrieved_contexts":["Refunds within 30 days.","Ships in 3 days."],"response":"30 days.","reference":"14 days","reference_contexts":["Refunds within 14 days."],"metadata":{"topic":"refunds","expected_behavior":"answer","behavior":"answer","evidence_condition":"contradictory","retrieved_contexts_metadata":[{"doc_id":"refund-2024","status":"archived","corpus_version":"kb-2024"},{"doc_id":"shipping","status":"current"}],"reference_contexts_metadata":[{"doc_id":"refund-current","status":"current"}],"claims":[{"claim":"Refunds within 30 days.","supported_by":["refund-2024"]}]}}"#;
+        let first = oloproof_core::dataset::parse_dataset("d.jsonl", line, None).unwrap();
+        let r = &first.records[0];
+        let exported = ragas_record(&r.case, &r.trace);
+        assert_eq!(exported["id"], "refund_window");
+        assert_eq!(
+            exported["metadata"]["retrieved_contexts_metadata"][0]["status"],
+            "archived"
+        );
+        let second =
+            oloproof_core::dataset::parse_dataset("d.jsonl", &exported.to_string(), None).unwrap();
+        let again = &second.records[0];
+        assert_eq!(again.case, r.case);
+        assert_eq!(again.trace.claims, r.trace.claims);
+        assert_eq!(
+            again.trace.retrieval.as_ref().unwrap().candidates,
+            r.trace.retrieval.as_ref().unwrap().candidates
+        );
+        assert_eq!(ragas_record(&again.case, &again.trace), exported);
     }
 }

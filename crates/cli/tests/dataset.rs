@@ -138,13 +138,27 @@ fn export_of_a_live_run_round_trips() {
     assert_eq!(
         keys,
         [
+            "id",
             "user_input",
             "retrieved_contexts",
             "response",
             "reference",
-            "reference_contexts"
+            "reference_contexts",
+            "metadata"
         ]
     );
+    // Nothing Ragas has no field for is lost: the case id, its metadata, the passages' ids.
+    assert_eq!(first["metadata"]["topic"], "billing");
+    let ids = first["metadata"]["retrieved_contexts_metadata"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        ids.len(),
+        first["retrieved_contexts"].as_array().unwrap().len()
+    );
+    assert!(ids
+        .iter()
+        .all(|m| m["doc_id"].as_str().is_some_and(|d| d.starts_with("kb-"))));
 
     let recorded = oloproof(&dir, &["run", ".", "--dataset", "exported.jsonl"]);
     assert_eq!(recorded.status.code(), Some(0), "{}", stderr(&recorded));
