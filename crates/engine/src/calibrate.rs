@@ -123,6 +123,26 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
     Ok(items)
 }
 
+/// A judge as a calibration identifies it: its settings as written in `judges:`, plus, for a
+/// `provider: local` model, `model_identity` — the content hash of its files (`None` when the
+/// model cannot be loaded), so a different model at the same path needs its own calibration.
+pub fn calibrated_judge(judges: &BTreeMap<String, Value>, name: &str) -> Value {
+    let mut value = judges.get(name).cloned().unwrap_or(Value::Null);
+    if value.get("provider").and_then(Value::as_str) == Some("local") {
+        let identity = serde_json::from_value::<oloproof_judge::JudgeSettings>(value.clone())
+            .ok()
+            .and_then(|s| oloproof_judge::JudgeClient::new(name, s).ok())
+            .and_then(|c| c.model_identity());
+        if let Value::Object(map) = &mut value {
+            map.insert(
+                "model_identity".into(),
+                identity.map(Value::String).unwrap_or(Value::Null),
+            );
+        }
+    }
+    value
+}
+
 /// What a calibration is about: hashed into the identity `compare` checks.
 pub fn calibration_identity(judge_settings: &Value, evaluator_type: &str) -> String {
     let templates: Vec<Value> = oloproof_judge::templates::ALL
@@ -344,7 +364,14 @@ pub fn calibrate(
         _ => kappa.value,
     };
     let passed = missing.is_empty() && gate_kappa.is_some_and(|k| k >= thresholds.min_kappa);
-    let identity = calibration_identity(settings, evaluator.type_name());
+    let mut judge_identity = settings.clone();
+    if let (Some(model), Value::Object(map)) = (
+        registry.client(judge_name).and_then(|c| c.model_identity()),
+        &mut judge_identity,
+    ) {
+        map.insert("model_identity".into(), Value::String(model));
+    }
+    let identity = calibration_identity(&judge_identity, evaluator.type_name());
     let mut c = Calibration {
         id: String::new(),
         judge: judge_name.to_string(),
@@ -397,13 +424,7 @@ pub fn uncalibrated(
         else {
             continue;
         };
-        let settings = run
-            .settings
-            .options
-            .judges
-            .get(&name)
-            .cloned()
-            .unwrap_or(Value::Null);
+        let settings = calibrated_judge(&run.settings.options.judges, &name);
         let identity = calibration_identity(&settings, ev.type_name());
         match store.latest_calibration(&identity)? {
             Some((_, true, _)) => {}
