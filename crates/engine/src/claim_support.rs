@@ -52,23 +52,7 @@ pub fn score(
                 .filter(|p| !p.trim().is_empty())
                 .cloned()
                 .collect();
-            let pairs: Vec<(String, String)> = claims
-                .iter()
-                .flat_map(|c| passages.iter().map(move |p| (p.clone(), c.clone())))
-                .collect();
-            let scores = if pairs.is_empty() {
-                Vec::new()
-            } else {
-                nli.score_pairs(&pairs)?
-            };
-            let matrix: Vec<Vec<f64>> = (0..claims.len())
-                .map(|i| {
-                    scores[i * passages.len()..(i + 1) * passages.len()]
-                        .iter()
-                        .map(|s| f64::from(*s))
-                        .collect()
-                })
-                .collect();
+            let matrix = entailment_matrix(nli, &claims, &passages)?;
             (
                 "nli",
                 passages,
@@ -135,6 +119,32 @@ pub fn score(
     })
 }
 
+/// `matrix[i][j]`: the entailment probability of `hypotheses[i]` given `premises[j]`, one
+/// batched call of the pair classifier.
+fn entailment_matrix(
+    nli: &JudgeClient,
+    hypotheses: &[String],
+    premises: &[String],
+) -> Result<Vec<Vec<f64>>, JudgeError> {
+    let pairs: Vec<(String, String)> = hypotheses
+        .iter()
+        .flat_map(|h| premises.iter().map(move |p| (p.clone(), h.clone())))
+        .collect();
+    let scores = if pairs.is_empty() {
+        Vec::new()
+    } else {
+        nli.score_pairs(&pairs)?
+    };
+    Ok((0..hypotheses.len())
+        .map(|i| {
+            scores[i * premises.len()..(i + 1) * premises.len()]
+                .iter()
+                .map(|s| f64::from(*s))
+                .collect()
+        })
+        .collect())
+}
+
 /// NLI claim verification with a local pair classifier: the share of `hypotheses` (claims or
 /// statements) that at least one of `premises` entails with probability ≥ `threshold`, with
 /// each hypothesis's best premise and probability. `excluded: no_claims` without hypotheses;
@@ -154,34 +164,29 @@ pub fn nli_entailed_share(
             calls: Vec::new(),
         });
     }
-    let premises: Vec<&String> = premises.iter().filter(|p| !p.trim().is_empty()).collect();
-    let pairs: Vec<(String, String)> = hypotheses
+    let premises: Vec<String> = premises
         .iter()
-        .flat_map(|h| premises.iter().map(move |p| ((*p).clone(), h.clone())))
+        .filter(|p| !p.trim().is_empty())
+        .cloned()
         .collect();
-    let scores = if pairs.is_empty() {
-        Vec::new()
-    } else {
-        nli.score_pairs(&pairs)?
-    };
+    let matrix = entailment_matrix(nli, hypotheses, &premises)?;
     let mut entailed = 0usize;
     let claims: Vec<_> = hypotheses
         .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let row = &scores[i * premises.len()..(i + 1) * premises.len()];
+        .zip(&matrix)
+        .map(|(h, row)| {
             let best = row
                 .iter()
+                .copied()
                 .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(j, p)| (j, f64::from(*p)));
+                .max_by(|a, b| a.1.total_cmp(&b.1));
             let ok = best.is_some_and(|(_, p)| p >= threshold);
             entailed += usize::from(ok);
             json!({
                 "claim": h,
                 "entailed": ok,
                 "probability": best.map(|b| b.1),
-                "evidence": best.map(|b| premises[b.0]),
+                "evidence": best.map(|b| &premises[b.0]),
             })
         })
         .collect();

@@ -42,9 +42,6 @@ use crate::evaluate::SummaryKind;
 use crate::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
 use crate::summary::{CONFIDENCE, PROPORTION_STEP};
 
-/// `z` of a two-sided 95 % normal interval, `Φ⁻¹(0.975)`.
-pub const Z_95: f64 = 1.959_963_984_540_054;
-
 /// Reason codes of threshold results.
 pub mod reason {
     /// The bound is at or above `min`.
@@ -460,19 +457,17 @@ fn pool(lines: &[&HistoryCriterion], method: ProportionInterval) -> Numbers {
         }
         return n;
     }
-    // Scores: the observed-weighted mean and the pooled sample variance.
-    let mut sum = 0.0;
-    let mut sum_sq = 0.0;
+    // Scores: the exact pooled mean and sample variance of the union, from each line's count,
+    // mean and spread (a pass/fail line among scores counts as p(1 − p)·n/(n − 1)).
+    let mut groups = Vec::new();
     let mut spread_known = true;
     for c in lines.iter().filter(|c| c.observed > 0) {
-        let (m, count) = match c.value {
-            Some(m) if m.is_finite() => (m, c.observed as f64),
-            _ => {
-                n.value = Some(f64::NAN);
-                return n;
-            }
+        let Some(mean) = c.value.filter(|m| m.is_finite()) else {
+            n.value = Some(f64::NAN);
+            return n;
         };
-        let var = match (c.passed, c.std_dev) {
+        let count = c.observed as f64;
+        let variance = match (c.passed, c.std_dev) {
             _ if c.observed == 1 => 0.0,
             (Some(k), _) => {
                 let p = k as f64 / count;
@@ -484,21 +479,19 @@ fn pool(lines: &[&HistoryCriterion], method: ProportionInterval) -> Numbers {
                 0.0
             }
         };
-        sum += m * count;
-        sum_sq += (count - 1.0) * var + count * m * m;
+        groups.push(oloproof_stats::pooled::GroupSummary {
+            count: c.observed,
+            mean,
+            variance,
+        });
     }
-    if observed == 0 {
-        return n;
-    }
-    let total = observed as f64;
-    let mean = sum / total;
-    n.value = Some(mean);
-    if spread_known && observed >= 2 {
-        let var = ((sum_sq - total * mean * mean) / (total - 1.0)).max(0.0);
-        let half = Z_95 * (var / total).sqrt();
-        n.interval = Some(HistoryInterval {
-            lower: mean - half,
-            upper: mean + half,
+    if let Ok(Some((mean, interval))) =
+        oloproof_stats::pooled::pooled_mean_interval(&groups, CONFIDENCE)
+    {
+        n.value = Some(mean);
+        n.interval = interval.filter(|_| spread_known).map(|ci| HistoryInterval {
+            lower: ci.lo,
+            upper: ci.hi,
             method: "normal_pooled".into(),
             level: CONFIDENCE,
         });
@@ -724,7 +717,7 @@ mod tests {
                 level: 0.95,
             }),
             passed: None,
-            std_dev: crate::history::sample_std_dev(values),
+            std_dev: oloproof_stats::pooled::sample_std_dev(values),
             observed: n,
             missing: 0,
             excluded: 0,
@@ -852,10 +845,10 @@ mod tests {
         let t = &evaluate_gate(&p, "g", &run, &history).thresholds[0];
         let all: Vec<f64> = a.iter().chain(&b).copied().collect();
         let mean = all.iter().sum::<f64>() / 7.0;
-        let s = crate::history::sample_std_dev(&all).unwrap();
+        let s = oloproof_stats::pooled::sample_std_dev(&all).unwrap();
         let i = t.interval.as_ref().unwrap();
         assert!((t.value.unwrap() - mean).abs() < 1e-12);
-        assert!((i.lower - (mean - Z_95 * s / 7f64.sqrt())).abs() < 1e-12);
+        assert!((i.lower - (mean - 1.959_963_984_540_054 * s / 7f64.sqrt())).abs() < 1e-12);
         assert_eq!(i.method, "normal_pooled");
         assert_eq!(t.verdict, GateVerdict::Pass);
         // A single run keeps the summary's bootstrap interval.

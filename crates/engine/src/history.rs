@@ -277,7 +277,7 @@ pub fn entry_for_run(run: &LoadedRun, summary: &RunSummary, git: GitInfo) -> His
                 },
                 passed: c.passed,
                 std_dev: if c.passed.is_none() {
-                    sample_std_dev(&scores)
+                    oloproof_stats::pooled::sample_std_dev(&scores)
                 } else {
                     None
                 },
@@ -305,17 +305,6 @@ pub fn entry_for_run(run: &LoadedRun, summary: &RunSummary, git: GitInfo) -> His
         sample: settings.options.sample,
         criteria,
     }
-}
-
-/// Sample standard deviation (`n − 1`), `None` below two values.
-pub fn sample_std_dev(values: &[f64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
-    }
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-    Some((ss / (n - 1.0)).sqrt())
 }
 
 /// Parses a history (`path` as the user named it, for error locations). Empty lines are skipped;
@@ -578,12 +567,5 @@ mod tests {
             "{}",
             errs[0].message
         );
-    }
-
-    #[test]
-    fn std_dev_is_the_sample_one() {
-        assert_eq!(sample_std_dev(&[1.0]), None);
-        let s = sample_std_dev(&[1.0, 2.0, 3.0, 4.0]).unwrap();
-        assert!((s - 1.2909944487358056).abs() < 1e-12);
     }
 }

@@ -54,6 +54,7 @@ mod interval;
 mod multiple;
 mod paired;
 mod paired_proportion;
+pub mod pooled;
 pub mod power;
 mod proportion;
 pub mod quantile;
