@@ -411,6 +411,8 @@ pub fn uncalibrated(
     criteria: &[String],
 ) -> Result<Vec<(String, String, String)>, EngineError> {
     let mut out = Vec::new();
+    // A local judge is loaded to hash its model: once per judge, not once per evaluator.
+    let mut judges: BTreeMap<String, Value> = BTreeMap::new();
     for ev in &run.settings.options.evaluators {
         let criterion = ev.criterion();
         if !criteria.contains(&criterion) {
@@ -424,8 +426,10 @@ pub fn uncalibrated(
         else {
             continue;
         };
-        let settings = calibrated_judge(&run.settings.options.judges, &name);
-        let identity = calibration_identity(&settings, ev.type_name());
+        let settings = judges
+            .entry(name.clone())
+            .or_insert_with(|| calibrated_judge(&run.settings.options.judges, &name));
+        let identity = calibration_identity(settings, ev.type_name());
         match store.latest_calibration(&identity)? {
             Some((_, true, _)) => {}
             Some((id, false, _)) => out.push((
