@@ -130,6 +130,7 @@ fn offline_example_and_claim_support_calibration() {
     assert_eq!(o.status.code(), Some(0), "{}", transcript(&o, tmp.path()));
     for criterion in [
         "semantic_similarity",
+        "question_similarity",
         "faithful_offline",
         "entity_grounding",
     ] {

@@ -470,6 +470,9 @@ pub enum EvaluatorOptions {
     AnswerCorrectness(JudgedOptions),
     /// Embedding cosine between answer and reference.
     SemanticSimilarity(JudgedOptions),
+    /// Embedding cosine between the question and the answer: answer relevancy without the
+    /// generated questions (needs only an embedding judge; an on-topic wrong answer scores high).
+    QuestionSimilarity(JudgedOptions),
     /// Ragas noise sensitivity: incorrect claims drawn from relevant or irrelevant chunks.
     NoiseSensitivity(JudgedOptions),
     /// LLM judge: a 1–5 rubric score of the answer (question, answer, context).
@@ -521,6 +524,7 @@ impl EvaluatorOptions {
             EvaluatorOptions::FactualCorrectness(_) => "factual_correctness",
             EvaluatorOptions::AnswerCorrectness(_) => "answer_correctness",
             EvaluatorOptions::SemanticSimilarity(_) => "semantic_similarity",
+            EvaluatorOptions::QuestionSimilarity(_) => "question_similarity",
             EvaluatorOptions::NoiseSensitivity(_) => "noise_sensitivity",
             EvaluatorOptions::CitationRecall(_) => "citation_recall",
             EvaluatorOptions::ClaimSupport(_) => "claim_support",
@@ -548,6 +552,7 @@ impl EvaluatorOptions {
             | EvaluatorOptions::FactualCorrectness(o)
             | EvaluatorOptions::AnswerCorrectness(o)
             | EvaluatorOptions::SemanticSimilarity(o)
+            | EvaluatorOptions::QuestionSimilarity(o)
             | EvaluatorOptions::NoiseSensitivity(o)
             | EvaluatorOptions::CitationRecall(o)
             | EvaluatorOptions::ClaimSupport(o)
@@ -569,6 +574,7 @@ impl EvaluatorOptions {
             | EvaluatorOptions::FactualCorrectness(o)
             | EvaluatorOptions::AnswerCorrectness(o)
             | EvaluatorOptions::SemanticSimilarity(o)
+            | EvaluatorOptions::QuestionSimilarity(o)
             | EvaluatorOptions::NoiseSensitivity(o)
             | EvaluatorOptions::RubricJudge(o)
             | EvaluatorOptions::CitationRecall(o)
@@ -650,6 +656,7 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "factual_correctness",
     "answer_correctness",
     "semantic_similarity",
+    "question_similarity",
     "noise_sensitivity",
     "rubric_judge",
     "citation_recall",
@@ -779,14 +786,18 @@ pub fn apply_override(value: &mut Value, assignment: &str) -> Result<(), SourceE
 }
 
 /// Makes a `provider: local` judge's relative `path` relative to the config's folder, like
-/// every other path of the file (`${VAR}` paths are left for the judge layer to expand).
+/// every other path of the file (`${VAR}` paths are left for the judge layer to expand, and
+/// `hf://` Hub paths for it to resolve).
 fn resolve_local_model_paths(judges: &mut std::collections::BTreeMap<String, Value>, dir: &Path) {
     for judge in judges.values_mut() {
         if judge.get("provider").and_then(Value::as_str) != Some("local") {
             continue;
         }
         if let Some(Value::String(p)) = judge.get_mut("path") {
-            if !p.starts_with("${") && Path::new(p.as_str()).is_relative() && dir != Path::new(".")
+            if !p.starts_with("${")
+                && !p.starts_with("hf://")
+                && Path::new(p.as_str()).is_relative()
+                && dir != Path::new(".")
             {
                 *p = dir.join(p.as_str()).display().to_string();
             }
@@ -1115,7 +1126,9 @@ pub fn validate(
         let Some(judged) = ev.judged() else { continue };
         let needs_llm = !matches!(
             ev,
-            EvaluatorOptions::SemanticSimilarity(_) | EvaluatorOptions::ClaimSupport(_)
+            EvaluatorOptions::SemanticSimilarity(_)
+                | EvaluatorOptions::QuestionSimilarity(_)
+                | EvaluatorOptions::ClaimSupport(_)
         );
         if let Some(t) = judged.threshold {
             let takes_threshold = matches!(
@@ -1351,5 +1364,23 @@ min_slice_support: 4
         let text = EXAMPLE.replace("cases: cases.jsonl\n", "");
         let err = load(&text, &[]).unwrap_err();
         assert_eq!(err.message, "missing key `cases`");
+    }
+
+    #[test]
+    fn local_model_paths_follow_the_config_folder_but_hub_paths_stay() {
+        let local = |p: &str| serde_json::json!({"provider": "local", "path": p});
+        let mut judges = std::collections::BTreeMap::from([
+            ("a".to_string(), local("models/nli")),
+            ("b".to_string(), local("hf://org/model@v1")),
+            ("c".to_string(), local("${MODELS}/nli")),
+        ]);
+        resolve_local_model_paths(&mut judges, Path::new("conf"));
+        let path = |k: &str| judges[k]["path"].as_str().unwrap().to_string();
+        assert_eq!(
+            path("a"),
+            Path::new("conf").join("models/nli").display().to_string()
+        );
+        assert_eq!(path("b"), "hf://org/model@v1");
+        assert_eq!(path("c"), "${MODELS}/nli");
     }
 }

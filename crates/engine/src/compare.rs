@@ -1306,8 +1306,8 @@ max_missing_rate: 0.0
 
     fn same(i: usize) -> [Verdict; 3] {
         [
-            Verdict::pass_if(i % 3 != 0),
-            Verdict::score(if i % 4 == 0 { 0.0 } else { 1.0 }),
+            Verdict::pass_if(!i.is_multiple_of(3)),
+            Verdict::score(if i.is_multiple_of(4) { 0.0 } else { 1.0 }),
             Verdict::score(0.5 + (i % 5) as f64 / 10.0),
         ]
     }

@@ -500,6 +500,9 @@ pub fn evaluate(
                 &sample,
                 judged.threshold,
             ),
+            EvaluatorOptions::QuestionSimilarity(_) => {
+                ragas::question_similarity(&embed_fn, &sample)
+            }
             _ => ragas::semantic_similarity(&embed_fn, &sample),
         }
     };

@@ -59,6 +59,28 @@ mod imp {
         }
     }
 
+    /// Resolves the `hf://` path `spec` with the Hub settings of the environment: a GGUF
+    /// file for `kind: generate`, a model folder for the other kinds.
+    pub(crate) fn resolve_hub(
+        spec: &str,
+        kind: Option<LocalKind>,
+    ) -> Result<std::path::PathBuf, String> {
+        use oloproof_local::hub::{self, HubPath, HubSettings};
+        let file = HubPath::parse(spec).map_err(|e| e.to_string())?.file;
+        match (kind, file) {
+            (Some(LocalKind::Generate), None) => {
+                return Err(format!("`{spec}`: `kind: generate` takes one GGUF file: hf://ORG/NAME[@REVISION]/FILE.gguf"))
+            }
+            (Some(k), Some(_)) if k != LocalKind::Generate => {
+                return Err(format!("`{spec}`: `kind: {}` takes a model folder, hf://ORG/NAME[@REVISION] (a .gguf file is for `kind: generate`)", k.as_str()))
+            }
+            _ => {}
+        }
+        hub::resolve(spec, &HubSettings::from_env())
+            .map(|r| r.path)
+            .map_err(|e| e.to_string())
+    }
+
     /// Loads the model `settings` describe.
     pub(crate) fn load(settings: &JudgeSettings) -> Result<LocalModel, LocalFailure> {
         let path = settings.local_path().map_err(LocalFailure::Load)?;
@@ -171,6 +193,13 @@ mod imp {
         Err(LocalFailure::Load(WITHOUT_LOCAL_MODELS.into()))
     }
 
+    pub(crate) fn resolve_hub(
+        _spec: &str,
+        _kind: Option<crate::settings::LocalKind>,
+    ) -> Result<std::path::PathBuf, String> {
+        Err(WITHOUT_LOCAL_MODELS.into())
+    }
+
     impl LocalModel {
         pub(crate) fn identity(&self) -> String {
             match *self {}
@@ -194,4 +223,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{load, LocalModel};
+pub(crate) use imp::{load, resolve_hub, LocalModel};

@@ -28,6 +28,8 @@
 //!   weights 0.75/0.25 as Ragas; Ragas classifies TP/FP/FN statements in one call instead of
 //!   reusing the NLI verification.
 //! - **semantic_similarity**: cosine of the answer and reference embeddings, not rescaled.
+//! - **question_similarity** (Oloproof's, not Ragas'): cosine of the question and answer
+//!   embeddings — answer relevancy with no LLM; it measures topicality, not correctness.
 //! - **noise_sensitivity** (`relevant` / `irrelevant`): as Ragas' `NoiseSensitivity`, the
 //!   share of the answer's claims that are *incorrect* (not supported by the reference) and
 //!   supported by a relevant retrieved chunk (`relevant`), or by an irrelevant chunk and by no
@@ -117,7 +119,7 @@ pub type EmbedFn<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Vec<f32>>, JudgeError
 /// | `context_recall` | 1 | 0 |
 /// | `factual_correctness` | 4 | 0 |
 /// | `answer_correctness` | 4 | 1 |
-/// | `semantic_similarity` | 0 | 1 |
+/// | `semantic_similarity`, `question_similarity` | 0 | 1 |
 /// | `noise_sensitivity` | 5 | 0 |
 /// | `groundedness_judge`, `citation_support_judge`, `rubric_judge` | 1 | 0 |
 /// | `pairwise_judge` | 2 | 0 |
@@ -132,7 +134,7 @@ pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
         "factual_correctness" => (4, 0),
         "noise_sensitivity" => (5, 0),
         "answer_correctness" => (4, 1),
-        "semantic_similarity" => (0, 1),
+        "semantic_similarity" | "question_similarity" => (0, 1),
         "groundedness_judge" | "citation_support_judge" | "rubric_judge" => (1, 0),
         "citation_recall" | "citation_precision" => (2, 0),
         "pairwise_judge" => (2, 0),
@@ -703,6 +705,25 @@ pub fn semantic_similarity(
         return Ok(JudgedScore::excluded("no_reference", json!({}), Vec::new()));
     };
     let v = embed_checked(embed, &[sample.answer.to_string(), reference.to_string()])?;
+    let sim = cosine(&v[0], &v[1]);
+    Ok(JudgedScore::value(sim, json!({"cosine": sim}), Vec::new()))
+}
+
+/// Question similarity: the cosine of the question's and the answer's embeddings — answer
+/// relevancy without an LLM (no generated questions). It measures topicality only: a wrong
+/// answer on the right subject scores as high as a right one. An empty answer is excluded
+/// (`no_answer`).
+pub fn question_similarity(
+    embed: EmbedFn<'_>,
+    sample: &Sample<'_>,
+) -> Result<JudgedScore, JudgeError> {
+    if sample.answer.trim().is_empty() {
+        return Ok(JudgedScore::excluded("no_answer", json!({}), Vec::new()));
+    }
+    let v = embed_checked(
+        embed,
+        &[sample.question.to_string(), sample.answer.to_string()],
+    )?;
     let sim = cosine(&v[0], &v[1]);
     Ok(JudgedScore::value(sim, json!({"cosine": sim}), Vec::new()))
 }

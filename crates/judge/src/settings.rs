@@ -168,9 +168,11 @@ pub struct JudgeSettings {
     /// `local`: what the model does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<LocalKind>,
-    /// `local`: the model folder (a `.gguf` file or its folder for `generate`); `${VAR}` is
-    /// replaced by the environment variable's value; in `oloproof.yaml`, a relative path is
-    /// relative to the file's folder.
+    /// `local`: the model folder (a `.gguf` file or its folder for `generate`), or a Hugging
+    /// Face Hub model `hf://ORG/NAME[@REVISION]` (`hf://ORG/NAME[@REVISION]/FILE.gguf` for
+    /// `generate`) downloaded into the Hugging Face cache at load time; `${VAR}` is replaced by
+    /// the environment variable's value; in `oloproof.yaml`, a relative path is relative to the
+    /// file's folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// `local`: threads of the forward pass (default: every core).
@@ -237,7 +239,10 @@ impl JudgeSettings {
         s
     }
 
-    /// The model path of a `local` judge with `${VAR}` replaced from the environment.
+    /// The model path of a `local` judge with `${VAR}` replaced from the environment; an
+    /// `hf://ORG/NAME[@REVISION][/FILE.gguf]` path is resolved to the Hugging Face cache,
+    /// downloading what it lacks (`oloproof_local::hub`; `HF_ENDPOINT`, `HF_HUB_CACHE`,
+    /// `HF_TOKEN`, `HF_HUB_OFFLINE` from the environment).
     pub fn local_path(&self) -> Result<std::path::PathBuf, String> {
         let raw = self.path.as_deref().unwrap_or("");
         let mut out = String::new();
@@ -260,6 +265,9 @@ impl JudgeSettings {
             rest = &after[end + 1..];
         }
         out.push_str(rest);
+        if out.starts_with("hf://") {
+            return crate::local::resolve_hub(&out, self.kind);
+        }
         Ok(std::path::PathBuf::from(out))
     }
 

@@ -332,6 +332,36 @@ fn answer_relevancy_with_mock_embeddings() {
 }
 
 #[test]
+fn question_similarity_is_the_question_answer_cosine() {
+    // Fixed 2-d embeddings by text: the question along x, answers at known angles.
+    let embed = |texts: &[String]| -> Result<Vec<Vec<f32>>, JudgeError> {
+        Ok(texts
+            .iter()
+            .map(|t| match t.as_str() {
+                "How long is the refund window?" => vec![1.0, 0.0],
+                "Fourteen days." => vec![3.0, 4.0],
+                _ => vec![0.0, 2.0],
+            })
+            .collect())
+    };
+    let sample = |answer| Sample {
+        question: "How long is the refund window?",
+        answer,
+        contexts: &[],
+        reference: None,
+    };
+    let on_topic = ragas::question_similarity(&embed, &sample("Fourteen days.")).unwrap();
+    assert!((on_topic.value.unwrap() - 0.6).abs() < 1e-9);
+    assert!((on_topic.detail["cosine"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+    let off_topic = ragas::question_similarity(&embed, &sample("Bananas.")).unwrap();
+    assert_eq!(off_topic.value, Some(0.0));
+    let empty = ragas::question_similarity(&embed, &sample("  ")).unwrap();
+    assert_eq!(empty.value, None);
+    assert_eq!(empty.excluded_reason, Some("no_answer"));
+    assert_eq!(ragas::max_calls("question_similarity"), Some((0, 1)));
+}
+
+#[test]
 fn pairwise_keeps_the_winner_only_when_both_orders_agree() {
     let server = MockServer::start();
     server.push_all([

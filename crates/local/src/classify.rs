@@ -1,14 +1,31 @@
-//! Sequence-pair classification with a BERT `ForSequenceClassification` model: cross-encoders
-//! (one relevance logit) and NLI models (entailment / neutral / contradiction).
+//! Sequence-pair classification: cross-encoders (one relevance logit) and NLI models
+//! (entailment / neutral / contradiction), any Hugging Face `…ForSequenceClassification`
+//! model of a supported architecture.
 //!
-//! The folder holds `config.json` (with `id2label`), `tokenizer.json` (whose post-processor
-//! adds the pair's special tokens and segment ids) and `model.safetensors` with the encoder
-//! under `bert.`, the pooler (`bert.pooler.dense`) and the head (`classifier`). The logits are
-//! `classifier(tanh(pooler(h[CLS])))`, as `transformers` computes them.
+//! The folder holds `config.json` (with `id2label` and `model_type`), `tokenizer.json` (whose
+//! post-processor adds the pair's special tokens and segment ids) and `model.safetensors`.
+//! The network is chosen by `model_type`:
 //!
-//! A premise longer than the model takes is cut into overlapping windows of whole tokens, each
-//! paired with the full hypothesis; the pair's entailment is the **maximum** over its windows
-//! (a claim is supported when some part of the context supports it).
+//! * BERT family (`bert`, `roberta`, `xlm-roberta`, `camembert`): the encoder under `bert.`
+//!   (or `roberta.`), the pooler `<encoder>.pooler.dense` and the head `classifier`; the
+//!   logits are `classifier(tanh(pooler(h[CLS])))`, as `transformers`'
+//!   `BertForSequenceClassification` computes them. (RoBERTa's own head, `classifier.dense`
+//!   and `classifier.out_proj` without a pooler, is not read: such weights are reported as
+//!   not matching.)
+//! * DeBERTa v2 / v3 (`deberta-v2`): the encoder under `deberta.`, the context pooler
+//!   `pooler.dense` and the head `classifier`; the logits are
+//!   `classifier(act(pooler(h[CLS])))` (see `deberta.rs`).
+//! * ONNX (cargo feature `onnx`): a folder with `model.onnx` (or `onnx/model.onnx`, as
+//!   `optimum-cli export onnx --task text-classification` writes it) and no
+//!   `model.safetensors` runs through ONNX Runtime, loaded at run time from `ORT_DYLIB_PATH`,
+//!   whatever the architecture: the graph takes `input_ids`, `attention_mask` (and
+//!   `token_type_ids` when it declares them) and returns the logits.
+//!
+//! Everything else is shared: labels, the entailment label, batching, the thread pool, the
+//! identity, and windows: a premise longer than the model takes is cut into overlapping
+//! windows of whole tokens, each paired with the full hypothesis; the pair's entailment is
+//! the **maximum** over its windows (a claim is supported when some part of the context
+//! supports it).
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +35,7 @@ use serde_json::Value;
 
 use crate::bert::Encoded;
 use crate::error::{LocalError, Result};
-use crate::files;
+use crate::files::{self, Architecture};
 
 /// Tokens shared by two consecutive windows of a long premise (default).
 pub const DEFAULT_WINDOW_OVERLAP: usize = 64;
@@ -28,8 +45,9 @@ pub const DEFAULT_WINDOW_OVERLAP: usize = 64;
 pub struct ClassifierOptions {
     /// Threads of the forward pass (default: every core).
     pub threads: Option<usize>,
-    /// Tokens per pair, special tokens included (default: `max_position_embeddings`, or
-    /// `model_max_length` of `tokenizer_config.json` when smaller).
+    /// Tokens per pair, special tokens included (default: `max_position_embeddings`, lowered
+    /// to `sentence_bert_config.json`'s `max_seq_length` or `tokenizer_config.json`'s
+    /// `model_max_length` when smaller).
     pub max_length: Option<usize>,
     /// The label that means "entailed" / "relevant" (default: a label named `entailment`,
     /// any case; a single-logit model needs none).
@@ -44,9 +62,7 @@ pub struct ClassifierOptions {
 /// A loaded sequence-pair classifier. `Send + Sync`.
 pub struct PairClassifier {
     dir: PathBuf,
-    model: crate::encoder::Encoder,
-    pooler: Linear,
-    classifier: Linear,
+    backend: Backend,
     tokenizer: tokenizers::Tokenizer,
     labels: Vec<String>,
     positive: Option<usize>,
@@ -57,10 +73,17 @@ pub struct PairClassifier {
     pool: rayon::ThreadPool,
 }
 
+// The judges share one classifier between threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PairClassifier>();
+};
+
 impl std::fmt::Debug for PairClassifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PairClassifier")
             .field("dir", &self.dir)
+            .field("backend", &self.backend.name())
             .field("labels", &self.labels)
             .field("positive", &self.positive)
             .field("max_length", &self.max_length)
@@ -81,49 +104,36 @@ pub struct PairScore {
 }
 
 impl PairClassifier {
-    /// Loads the model in `dir`. Errors name the missing or mismatching file, or list the
-    /// labels when the entailment label cannot be found.
+    /// Loads the model in `dir`, its network chosen by `config.json`'s `model_type` (see the
+    /// module docs). Errors name the missing or mismatching file, list the supported
+    /// `model_type`s, or list the labels when the entailment label cannot be found.
     pub fn load(dir: &Path, options: &ClassifierOptions) -> Result<PairClassifier> {
         let dir = files::model_dir(dir, "sequence-pair classifier")?;
-        let (config_path, raw, config) = files::bert_config(&dir)?;
+        let (config_path, raw) = files::read_config(&dir)?;
+        let onnx = !dir.join("model.safetensors").is_file()
+            && ONNX_FILES.iter().any(|f| dir.join(f).is_file());
+        let spec = if onnx {
+            Spec::Onnx(onnx_positions(&config_path, &raw)?)
+        } else {
+            Spec::read(&config_path, &raw)?
+        };
         let tokenizer = files::tokenizer(&dir)?;
         let labels = read_labels(&config_path, &raw)?;
         let positive =
             resolve_positive(&config_path, &labels, options.entailment_label.as_deref())?;
-        let mut max_length = crate::embed::resolve_max_length(&dir, &config, options.max_length)?;
-        if options.max_length.is_none() {
-            let tc = dir.join("tokenizer_config.json");
-            if tc.is_file() {
-                if let Some(n) = files::read_json(&tc)?
-                    .get("model_max_length")
-                    .and_then(Value::as_u64)
-                {
-                    max_length = max_length.min(n as usize);
-                }
-            }
-        }
+        let max_length = resolve_max_length(&dir, spec.positions(), options.max_length)?;
         let batch_size = options.batch_size.unwrap_or(16);
         if batch_size == 0 {
             return Err(LocalError::Options {
                 message: "`batch_size` must be at least 1".into(),
             });
         }
-        let weights = files::safetensors(&dir)?;
-        let root = weights.var_builder();
-        let prefix = weights.encoder_prefix().unwrap_or("bert");
-        let mismatch = |e| weights.mismatch(&config_path, e);
-        let model = crate::encoder::Encoder::load(root.pp(prefix), &config).map_err(mismatch)?;
-        let h = config.hidden_size;
-        let pooler =
-            candle_nn::linear(h, h, root.pp(prefix).pp("pooler").pp("dense")).map_err(mismatch)?;
-        let classifier =
-            candle_nn::linear(h, labels.len(), root.pp("classifier")).map_err(mismatch)?;
-        let identity = files::identity("pair_classifier", &raw, &weights.sha256);
+        let (backend, weights_sha256) =
+            Backend::load(&dir, &config_path, &spec, labels.len(), options.threads)?;
+        let identity = files::identity("pair_classifier", &raw, &weights_sha256);
         Ok(PairClassifier {
             dir,
-            model,
-            pooler,
-            classifier,
+            backend,
             tokenizer,
             labels,
             positive,
@@ -248,16 +258,178 @@ impl PairClassifier {
         Ok(out)
     }
 
+    /// The logits of every row, in order, `batch_size` rows per forward pass. The rows are
+    /// batched by length, so that a padded batch (DeBERTa) holds rows of similar lengths.
     fn forward_all(&self, encoded: &[Encoded]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(encoded.len());
-        let rows: Vec<&Encoded> = encoded.iter().collect();
-        for batch in rows.chunks(self.batch_size) {
-            out.extend(self.forward(batch)?);
+        let mut order: Vec<usize> = (0..encoded.len()).collect();
+        order.sort_by_key(|&i| encoded[i].len());
+        let mut out = vec![Vec::new(); encoded.len()];
+        for batch in order.chunks(self.batch_size) {
+            let rows: Vec<&Encoded> = batch.iter().map(|&i| &encoded[i]).collect();
+            for (&i, logits) in batch.iter().zip(self.backend.logits(&rows)?) {
+                out[i] = logits;
+            }
         }
         Ok(out)
     }
+}
 
-    fn forward(&self, rows: &[&Encoded]) -> Result<Vec<Vec<f32>>> {
+/// `config.json` parsed for the architecture its `model_type` names.
+enum Spec {
+    Bert(candle_transformers::models::bert::Config),
+    DebertaV2(Box<candle_transformers::models::debertav2::Config>),
+    /// An ONNX graph (any architecture), with the tokens per input it takes.
+    Onnx(usize),
+}
+
+impl Spec {
+    fn read(path: &Path, raw: &Value) -> Result<Spec> {
+        let supported = [Architecture::Bert, Architecture::DebertaV2];
+        match files::architecture(path, raw, "sequence-pair classifier", &supported)? {
+            Architecture::Bert => Ok(Spec::Bert(files::parse_bert_config(path, raw)?)),
+            Architecture::DebertaV2 => Ok(Spec::DebertaV2(Box::new(crate::deberta::parse_config(
+                path, raw,
+            )?))),
+        }
+    }
+
+    /// `max_position_embeddings`: the most tokens a pair may have.
+    fn positions(&self) -> usize {
+        match self {
+            Spec::Bert(c) => c.max_position_embeddings,
+            Spec::DebertaV2(c) => c.max_position_embeddings,
+            Spec::Onnx(n) => *n,
+        }
+    }
+}
+
+/// The network behind a [`PairClassifier`]: each variant turns a batch of tokenised pairs
+/// into raw logits (`[rows][labels]`), and nothing else differs between them. A further
+/// backend (e.g. an ONNX runtime) is one more variant, built in [`Backend::load`] (with the
+/// sha256 of its own weights file, for the identity) and run in [`Backend::logits`].
+enum Backend {
+    /// A BERT-family encoder (packed, unpadded batches) with BERT's tanh pooler.
+    Bert(Box<BertHead>),
+    /// DeBERTa v2 / v3 (our embeddings, candle-transformers' encoder and pooler) on padded,
+    /// masked batches.
+    DebertaV2(Box<crate::deberta::DebertaClassifier>),
+    /// An ONNX graph run by ONNX Runtime on padded, masked batches.
+    #[cfg(feature = "onnx")]
+    Onnx(Box<crate::onnx::OnnxPairModel>),
+}
+
+/// BERT's encoder, pooler and classification head.
+struct BertHead {
+    model: crate::encoder::Encoder,
+    pooler: Linear,
+    classifier: Linear,
+}
+
+impl Backend {
+    /// Loads the weights of `dir` for `spec` with `labels` outputs; returns the backend and
+    /// the sha256 of the weights. A weight that is absent or of another shape is a
+    /// [`LocalError::WeightsMismatch`] naming the weights file and `config.json`.
+    fn load(
+        dir: &Path,
+        config_path: &Path,
+        spec: &Spec,
+        labels: usize,
+        threads: Option<usize>,
+    ) -> Result<(Backend, String)> {
+        if let Spec::Onnx(_) = spec {
+            return Backend::load_onnx(dir, config_path, labels, threads);
+        }
+        let weights = files::safetensors(dir)?;
+        let root = weights.var_builder();
+        let mismatch = |e| weights.mismatch(config_path, e);
+        let backend = match spec {
+            Spec::Bert(config) => {
+                let prefix = weights.encoder_prefix().unwrap_or("bert");
+                let model =
+                    crate::encoder::Encoder::load(root.pp(prefix), config).map_err(mismatch)?;
+                let h = config.hidden_size;
+                let pooler = candle_nn::linear(h, h, root.pp(prefix).pp("pooler").pp("dense"))
+                    .map_err(mismatch)?;
+                let classifier =
+                    candle_nn::linear(h, labels, root.pp("classifier")).map_err(mismatch)?;
+                Backend::Bert(Box::new(BertHead {
+                    model,
+                    pooler,
+                    classifier,
+                }))
+            }
+            Spec::DebertaV2(config) => Backend::DebertaV2(Box::new(
+                crate::deberta::DebertaClassifier::load(root, config, labels).map_err(mismatch)?,
+            )),
+            Spec::Onnx(_) => unreachable!("ONNX graphs are loaded above"),
+        };
+        Ok((backend, weights.sha256.clone()))
+    }
+
+    /// Loads the ONNX graph of `dir`, checking that its logits have one column per label of
+    /// `config.json`; returns the backend and the graph file's sha256.
+    #[cfg(feature = "onnx")]
+    fn load_onnx(
+        dir: &Path,
+        config_path: &Path,
+        labels: usize,
+        threads: Option<usize>,
+    ) -> Result<(Backend, String)> {
+        let model = crate::onnx::OnnxPairModel::load(dir, threads)?;
+        if let Some(n) = model.labels() {
+            if n != labels {
+                return Err(LocalError::bad_file(
+                    model.path(),
+                    format!(
+                        "the graph's logits have {n} columns but {} names {labels} labels (id2label)",
+                        config_path.display()
+                    ),
+                ));
+            }
+        }
+        let sha256 = crate::sha256_file(model.path())?;
+        Ok((Backend::Onnx(Box::new(model)), sha256))
+    }
+
+    /// Without the `onnx` feature an ONNX folder is an error that says so.
+    #[cfg(not(feature = "onnx"))]
+    fn load_onnx(
+        dir: &Path,
+        _config_path: &Path,
+        _labels: usize,
+        _threads: Option<usize>,
+    ) -> Result<(Backend, String)> {
+        Err(LocalError::bad_file(
+            dir,
+            "an ONNX model (model.onnx, no model.safetensors), but this build of oloproof-local \
+             lacks the `onnx` cargo feature: rebuild with it, or export the model as safetensors",
+        ))
+    }
+
+    /// The architecture's `model_type`, for `Debug`.
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Bert(_) => "bert",
+            Backend::DebertaV2(_) => "deberta-v2",
+            #[cfg(feature = "onnx")]
+            Backend::Onnx(_) => "onnx",
+        }
+    }
+
+    /// The raw logits of a batch, `[rows][labels]`.
+    fn logits(&self, rows: &[&Encoded]) -> Result<Vec<Vec<f32>>> {
+        let inf = LocalError::inference;
+        match self {
+            Backend::Bert(b) => b.logits(rows),
+            Backend::DebertaV2(m) => m.logits(rows).map_err(inf),
+            #[cfg(feature = "onnx")]
+            Backend::Onnx(m) => m.logits(rows),
+        }
+    }
+}
+
+impl BertHead {
+    fn logits(&self, rows: &[&Encoded]) -> Result<Vec<Vec<f32>>> {
         let inf = LocalError::inference;
         let packed = self.model.forward(rows).map_err(inf)?;
         let h = packed.width;
@@ -278,6 +450,65 @@ impl PairClassifier {
             .to_vec2::<f32>()
             .map_err(inf)
     }
+}
+
+/// The tokens per pair: the option (2 to `positions`), else `positions`
+/// (`max_position_embeddings`) lowered to `sentence_bert_config.json`'s `max_seq_length` and
+/// `tokenizer_config.json`'s `model_max_length` when they are smaller.
+/// Where an ONNX export keeps its graph, in the order looked for.
+const ONNX_FILES: [&str; 2] = ["model.onnx", "onnx/model.onnx"];
+
+/// Tokens per input of an ONNX-exported model: `config.json`'s `max_position_embeddings`,
+/// less RoBERTa's position offset (`pad_token_id + 1`) for the RoBERTa family, whose position
+/// table starts after the padding index.
+fn onnx_positions(path: &Path, raw: &Value) -> Result<usize> {
+    let n = raw
+        .get("max_position_embeddings")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            LocalError::bad_file(
+                path,
+                "no `max_position_embeddings`: the tokens per input of the ONNX model are unknown",
+            )
+        })?;
+    let roberta = matches!(
+        raw.get("model_type").and_then(Value::as_str),
+        Some("roberta" | "xlm-roberta" | "camembert")
+    );
+    let offset = if roberta {
+        raw.get("pad_token_id").and_then(Value::as_u64).unwrap_or(1) + 1
+    } else {
+        0
+    };
+    usize::try_from(n.saturating_sub(offset)).map_err(|_| {
+        LocalError::bad_file(path, format!("`max_position_embeddings` {n} is too large"))
+    })
+}
+
+fn resolve_max_length(dir: &Path, positions: usize, option: Option<usize>) -> Result<usize> {
+    if let Some(n) = option {
+        if n < 2 || n > positions {
+            return Err(LocalError::Options {
+                message: format!(
+                    "`max_length` {n} is out of range: this model takes 2 to {positions} tokens (max_position_embeddings in config.json)"
+                ),
+            });
+        }
+        return Ok(n);
+    }
+    let mut n = positions;
+    for (file, key) in [
+        ("sentence_bert_config.json", "max_seq_length"),
+        ("tokenizer_config.json", "model_max_length"),
+    ] {
+        let path = dir.join(file);
+        if path.is_file() {
+            if let Some(m) = files::read_json(&path)?.get(key).and_then(Value::as_u64) {
+                n = n.min(usize::try_from(m).unwrap_or(usize::MAX));
+            }
+        }
+    }
+    Ok(n)
 }
 
 /// `id2label` in index order (else `num_labels` generic names, else one label).

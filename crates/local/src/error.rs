@@ -53,6 +53,16 @@ pub enum LocalError {
         /// What is wrong.
         message: String,
     },
+    /// The ONNX Runtime library cannot be loaded: `ORT_DYLIB_PATH` is unset, names no file, or
+    /// names a file that is not a compatible `libonnxruntime`.
+    #[error("{message}")]
+    Runtime {
+        /// What is wrong and how to get the library.
+        message: String,
+    },
+    /// An `hf://` model path cannot be resolved (see [`crate::hub`]).
+    #[error(transparent)]
+    Hub(#[from] crate::hub::HubError),
     /// Tokenisation or the forward pass failed.
     #[error("local model inference failed: {message}")]
     Inference {

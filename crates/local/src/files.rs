@@ -56,40 +56,106 @@ pub(crate) fn read_json(path: &Path) -> Result<Value> {
     })
 }
 
+/// The encoder architectures a model folder can hold, told apart by `config.json`'s
+/// `model_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Architecture {
+    /// BERT and the encoders with its weight layout: `model_type` `bert`, `roberta`,
+    /// `xlm-roberta` or `camembert` (or no `model_type` at all, as old BERT configs).
+    Bert,
+    /// DeBERTa v2 and v3 (both `model_type` `deberta-v2`): disentangled relative-position
+    /// attention.
+    DebertaV2,
+}
+
+/// The `model_type`s read as [`Architecture::Bert`].
+const BERT_MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "camembert"];
+
+impl Architecture {
+    /// The `model_type`s this architecture is read from, for error messages.
+    fn model_types(self) -> String {
+        match self {
+            Architecture::Bert => format!("{} (BERT)", BERT_MODEL_TYPES.join(", ")),
+            Architecture::DebertaV2 => "deberta-v2 (DeBERTa v2 and v3)".to_string(),
+        }
+    }
+}
+
+/// `config.json` of `dir`: its path and JSON content.
+pub(crate) fn read_config(dir: &Path) -> Result<(PathBuf, Value)> {
+    let path = require(dir, "config.json", "the model's Hugging Face config.json")?;
+    let raw = read_json(&path)?;
+    Ok((path, raw))
+}
+
+/// The architecture `config.json` (at `path`, content `raw`) names by its `model_type`, if it
+/// is one of `supported` (a `what` — "sentence embedder", … — says what the folder is for in
+/// the error, which lists the supported `model_type`s). No `model_type` means BERT.
+pub(crate) fn architecture(
+    path: &Path,
+    raw: &Value,
+    what: &str,
+    supported: &[Architecture],
+) -> Result<Architecture> {
+    let found = match raw.get("model_type") {
+        None | Some(Value::Null) => Some(Architecture::Bert),
+        Some(Value::String(t)) if BERT_MODEL_TYPES.contains(&t.as_str()) => {
+            Some(Architecture::Bert)
+        }
+        Some(Value::String(t)) if t == "deberta-v2" => Some(Architecture::DebertaV2),
+        Some(_) => None,
+    };
+    match found {
+        Some(a) if supported.contains(&a) => Ok(a),
+        _ => {
+            let shown = raw.get("model_type").map_or_else(String::new, |t| {
+                t.as_str().map_or_else(|| t.to_string(), str::to_string)
+            });
+            let expected: Vec<String> = supported.iter().map(|a| a.model_types()).collect();
+            Err(LocalError::bad_file(
+                path,
+                format!(
+                    "model_type `{shown}` is not supported for a {what}: expected model_type {}",
+                    expected.join(" or ")
+                ),
+            ))
+        }
+    }
+}
+
 /// `config.json` as candle's BERT configuration (the raw JSON is returned too, for
-/// `id2label` and the identity).
+/// `id2label` and the identity). A `model_type` other than BERT's is an error.
 pub(crate) fn bert_config(
     dir: &Path,
 ) -> Result<(PathBuf, Value, candle_transformers::models::bert::Config)> {
-    let path = require(dir, "config.json", "the model's Hugging Face config.json")?;
-    let raw = read_json(&path)?;
-    if let Some(t) = raw.get("model_type").and_then(Value::as_str) {
-        if !matches!(
-            t,
-            "bert" | "roberta" | "xlm-roberta" | "distilbert" | "camembert" | "mpnet"
-        ) && !t.contains("bert")
-        {
-            return Err(LocalError::bad_file(
-                &path,
-                format!("model_type `{t}` is not supported: expected a BERT-family encoder (model_type `bert`)"),
-            ));
-        }
-    }
+    let (path, raw) = read_config(dir)?;
+    architecture(&path, &raw, "sentence embedder", &[Architecture::Bert])?;
+    let config = parse_bert_config(&path, &raw)?;
+    Ok((path, raw, config))
+}
+
+/// `raw` (the content of the `config.json` at `path`) as candle's BERT configuration.
+pub(crate) fn parse_bert_config(
+    path: &Path,
+    raw: &Value,
+) -> Result<candle_transformers::models::bert::Config> {
     let config: candle_transformers::models::bert::Config = serde_json::from_value(raw.clone())
-        .map_err(|e| LocalError::bad_file(&path, format!("not a BERT config.json: {e}")))?;
-    if config.hidden_size == 0
-        || config.num_attention_heads == 0
-        || config.hidden_size % config.num_attention_heads != 0
-    {
+        .map_err(|e| LocalError::bad_file(path, format!("not a BERT config.json: {e}")))?;
+    check_heads(path, config.hidden_size, config.num_attention_heads)?;
+    Ok(config)
+}
+
+/// `hidden_size` must be a positive multiple of `num_attention_heads`.
+fn check_heads(path: &Path, hidden: usize, heads: usize) -> Result<()> {
+    if hidden == 0 || heads == 0 || !hidden.is_multiple_of(heads) {
         return Err(LocalError::bad_file(
-            &path,
+            path,
             format!(
-                "hidden_size ({}) must be a positive multiple of num_attention_heads ({})",
-                config.hidden_size, config.num_attention_heads
+                "hidden_size ({hidden}) must be a positive multiple of num_attention_heads ({heads})"
             ),
         ));
     }
-    Ok((path, raw, config))
+    Ok(())
 }
 
 /// `tokenizer.json` of `dir`, with padding and truncation removed (callers set their own).
@@ -202,4 +268,44 @@ pub(crate) fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
         .map_err(|e| LocalError::Options {
             message: format!("cannot start {n} model threads: {e}"),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn model_types_are_dispatched() {
+        let both = [Architecture::Bert, Architecture::DebertaV2];
+        let arch = |raw: Value, supported: &[Architecture]| {
+            architecture(Path::new("config.json"), &raw, "classifier", supported)
+        };
+        assert_eq!(arch(json!({}), &both).unwrap(), Architecture::Bert);
+        for t in ["bert", "roberta", "xlm-roberta", "camembert"] {
+            assert_eq!(
+                arch(json!({"model_type": t}), &both).unwrap(),
+                Architecture::Bert
+            );
+        }
+        assert_eq!(
+            arch(json!({"model_type": "deberta-v2"}), &both).unwrap(),
+            Architecture::DebertaV2
+        );
+        // `deberta-v2` contains "bert" but is not BERT.
+        let err = arch(json!({"model_type": "deberta-v2"}), &[Architecture::Bert]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config.json: model_type `deberta-v2` is not supported for a classifier: expected model_type bert, roberta, xlm-roberta, camembert (BERT)"
+        );
+        let err = arch(json!({"model_type": 7}), &both).unwrap_err();
+        assert!(
+            err.to_string().contains("model_type `7` is not supported")
+                && err
+                    .to_string()
+                    .contains("or deberta-v2 (DeBERTa v2 and v3)"),
+            "{err}"
+        );
+    }
 }

@@ -1,7 +1,9 @@
-//! Test support, always compiled: writes a tiny randomly initialised BERT sequence-pair
-//! classifier (safetensors, `config.json`, a word-level `tokenizer.json`) so that tests of the
-//! classifier and of the layers above it need no downloaded model. Its outputs mean nothing;
-//! its shapes, masks, labels and windowing are those of a real model.
+//! Test support, always compiled: writes tiny randomly initialised sequence-pair classifiers
+//! (BERT, and DeBERTa v2 / v3) as `transformers` saves them (safetensors, `config.json`, a
+//! word-level `tokenizer.json`) so that tests of the classifier and of the layers above it
+//! need no downloaded model. Their outputs mean nothing; their shapes, masks, labels and
+//! windowing are those of a real model, and [`REFERENCE_MODELS`] are the ones whose logits
+//! `bench/classifier_reference.py` records from `transformers` for the numeric comparison.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -36,10 +38,25 @@ impl Rng {
     }
 }
 
-/// The tiny word-level `tokenizer.json` (lowercasing, whitespace split, BERT pair template).
+/// The tiny word-level `tokenizer.json` (lowercasing, whitespace split, BERT pair template):
+/// `[PAD]` 0, `[UNK]` 1, `[CLS]` 2, `[SEP]` 3, then [`WORDS`].
 pub fn tokenizer_json() -> Value {
+    word_level_tokenizer(&["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+}
+
+/// The tiny word-level `tokenizer.json` with DeBERTa-v3's special-token ids (`[PAD]` 0,
+/// `[CLS]` 1, `[SEP]` 2, `[UNK]` 3, then [`WORDS`]) and its pair template
+/// `[CLS] A [SEP] B [SEP]` (segment ids 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`).
+pub fn deberta_tokenizer_json() -> Value {
+    word_level_tokenizer(&["[PAD]", "[CLS]", "[SEP]", "[UNK]"])
+}
+
+/// A word-level tokenizer over `specials` (ids 0…, each of `[PAD]`, `[UNK]`, `[CLS]`,
+/// `[SEP]` once) followed by [`WORDS`], with the `[CLS] A [SEP] B [SEP]` template.
+fn word_level_tokenizer(specials: &[&str; 4]) -> Value {
+    let id = |name: &str| specials.iter().position(|s| *s == name).unwrap_or(0) as u32;
     let mut vocab = serde_json::Map::new();
-    for (i, t) in ["[PAD]", "[UNK]", "[CLS]", "[SEP]"].iter().enumerate() {
+    for (i, t) in specials.iter().enumerate() {
         vocab.insert(t.to_string(), json!(i));
     }
     for (i, w) in WORDS.iter().enumerate() {
@@ -49,11 +66,12 @@ pub fn tokenizer_json() -> Value {
         json!({"id": id, "content": content, "single_word": false, "lstrip": false,
                "rstrip": false, "normalized": false, "special": true})
     };
+    let (cls, sep) = (id("[CLS]"), id("[SEP]"));
     json!({
         "version": "1.0",
         "truncation": null,
         "padding": null,
-        "added_tokens": [special(0, "[PAD]"), special(1, "[UNK]"), special(2, "[CLS]"), special(3, "[SEP]")],
+        "added_tokens": specials.iter().enumerate().map(|(i, t)| special(i as u32, t)).collect::<Vec<_>>(),
         "normalizer": {"type": "Lowercase"},
         "pre_tokenizer": {"type": "Whitespace"},
         "post_processor": {
@@ -62,8 +80,8 @@ pub fn tokenizer_json() -> Value {
             "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
                      {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
             "special_tokens": {
-                "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
-                "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}
+                "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
+                "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]}
             }
         },
         "decoder": null,
@@ -167,3 +185,254 @@ pub fn write_tiny_classifier(dir: &Path, labels: &[&str], seed: u64) -> Result<(
     let path = dir.join("model.safetensors");
     candle_core::safetensors::save(&t, &path).map_err(|e| LocalError::bad_file(&path, e))
 }
+
+/// Tensors drawn one after another from one stream, by name.
+struct Draw {
+    rng: Rng,
+    tensors: HashMap<String, Tensor>,
+}
+
+impl Draw {
+    fn put(&mut self, name: String, shape: &[usize]) {
+        let t = self.rng.tensor(shape);
+        self.tensors.insert(name, t);
+    }
+
+    /// A layer norm's gain and bias (the gain is shifted to 1 by the caller).
+    fn norm(&mut self, prefix: &str) {
+        self.put(format!("{prefix}.weight"), &[HIDDEN]);
+        self.put(format!("{prefix}.bias"), &[HIDDEN]);
+    }
+}
+
+/// Attention heads of the tiny DeBERTa models (head size 4).
+pub const DEBERTA_HEADS: usize = 4;
+/// `position_buckets` of the tiny DeBERTa-v3 model: relative distances beyond half of it
+/// (8) fall into logarithmic buckets, as beyond 128 in the real v3 models (256).
+pub const DEBERTA_BUCKETS: usize = 16;
+/// `max_relative_positions` of the [`DebertaStyle::Separate`] model: farther distances are
+/// clamped.
+pub const DEBERTA_MAX_RELATIVE: usize = 12;
+
+/// The configuration of a tiny DeBERTa model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebertaStyle {
+    /// As DeBERTa-v3 and the NLI models fine-tuned from it (e.g.
+    /// MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli): content and position projections
+    /// shared (`share_att_key`), log-bucketed relative positions ([`DEBERTA_BUCKETS`]),
+    /// layer-normed relative embeddings, no absolute positions, no token types
+    /// (`type_vocab_size: 0`), `pos_att_type: ["p2c", "c2p"]`.
+    V3,
+    /// The other code paths of the architecture: separate position projections
+    /// (`pos_key_proj`, `pos_query_proj`), relative positions clamped at
+    /// [`DEBERTA_MAX_RELATIVE`] without buckets and without layer norm, absolute position
+    /// embeddings (`position_biased_input`), two token types, and `pos_att_type` written as
+    /// the string `"c2p|p2c"`.
+    Separate,
+    /// As [`DebertaStyle::V3`] with DeBERTa-v3-base's position geometry: 512 positions
+    /// (`max_position_embeddings`, so `max_relative_positions` 512) and 256
+    /// `position_buckets`, for inputs of hundreds of tokens.
+    V3Base,
+}
+
+/// Writes a tiny DeBERTa-v3-style sequence classifier ([`DebertaStyle::V3`]) with `labels`
+/// (its `id2label`, in order) into `dir`, with weights drawn from a fixed stream seeded by
+/// `seed`: `config.json`, [`deberta_tokenizer_json`] and `model.safetensors` holding exactly
+/// the tensors of `transformers`' `DebertaV2ForSequenceClassification` for that config.
+pub fn write_tiny_deberta_classifier(dir: &Path, labels: &[&str], seed: u64) -> Result<()> {
+    write_tiny_deberta(dir, labels, seed, DebertaStyle::V3)
+}
+
+/// Writes a tiny DeBERTa sequence classifier of `style` with `labels` into `dir` (see
+/// [`write_tiny_deberta_classifier`]). Layer norms get random gains and biases too, so a
+/// layer norm read under the wrong name changes the logits.
+pub fn write_tiny_deberta(
+    dir: &Path,
+    labels: &[&str],
+    seed: u64,
+    style: DebertaStyle,
+) -> Result<()> {
+    let vocab = WORDS.len() + 4;
+    let v3 = style != DebertaStyle::Separate;
+    let (positions, buckets) = if style == DebertaStyle::V3Base {
+        (512, 256)
+    } else {
+        (MAX_POS, DEBERTA_BUCKETS)
+    };
+    let id2label: serde_json::Map<String, Value> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i.to_string(), json!(l)))
+        .collect();
+    let label2id: serde_json::Map<String, Value> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.to_string(), json!(i)))
+        .collect();
+    let mut config = json!({
+        "architectures": ["DebertaV2ForSequenceClassification"],
+        "model_type": "deberta-v2",
+        "vocab_size": vocab, "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
+        "num_attention_heads": DEBERTA_HEADS, "intermediate_size": INTER, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "max_position_embeddings": positions, "initializer_range": 0.02,
+        "layer_norm_eps": 1e-7, "pad_token_id": 0, "relative_attention": true,
+        "pooler_dropout": 0, "pooler_hidden_act": "gelu", "pooler_hidden_size": HIDDEN,
+        "id2label": id2label, "label2id": label2id,
+    });
+    let extra = if v3 {
+        json!({
+            "type_vocab_size": 0, "position_biased_input": false, "max_relative_positions": -1,
+            "position_buckets": buckets, "norm_rel_ebd": "layer_norm",
+            "share_att_key": true, "pos_att_type": ["p2c", "c2p"],
+        })
+    } else {
+        json!({
+            "type_vocab_size": 2, "position_biased_input": true,
+            "max_relative_positions": DEBERTA_MAX_RELATIVE, "norm_rel_ebd": "none",
+            "share_att_key": false, "pos_att_type": "c2p|p2c",
+        })
+    };
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| LocalError::bad_file(&dir.join(name), format!("cannot write: {e}")))
+    };
+    write("config.json", config.to_string())?;
+    write("tokenizer.json", deberta_tokenizer_json().to_string())?;
+
+    let mut d = Draw {
+        rng: Rng(seed),
+        tensors: HashMap::new(),
+    };
+    let e = "deberta.embeddings";
+    d.put(format!("{e}.word_embeddings.weight"), &[vocab, HIDDEN]);
+    if !v3 {
+        d.put(
+            format!("{e}.position_embeddings.weight"),
+            &[positions, HIDDEN],
+        );
+        d.put(format!("{e}.token_type_embeddings.weight"), &[2, HIDDEN]);
+    }
+    d.norm(&format!("{e}.LayerNorm"));
+    let mut linears = vec![
+        ("attention.self.query_proj", HIDDEN, HIDDEN),
+        ("attention.self.key_proj", HIDDEN, HIDDEN),
+        ("attention.self.value_proj", HIDDEN, HIDDEN),
+        ("attention.output.dense", HIDDEN, HIDDEN),
+        ("intermediate.dense", INTER, HIDDEN),
+        ("output.dense", HIDDEN, INTER),
+    ];
+    if !v3 {
+        linears.push(("attention.self.pos_key_proj", HIDDEN, HIDDEN));
+        linears.push(("attention.self.pos_query_proj", HIDDEN, HIDDEN));
+    }
+    for i in 0..LAYERS {
+        let l = format!("deberta.encoder.layer.{i}");
+        for &(name, out, inp) in &linears {
+            d.put(format!("{l}.{name}.weight"), &[out, inp]);
+            d.put(format!("{l}.{name}.bias"), &[out]);
+        }
+        d.norm(&format!("{l}.attention.output.LayerNorm"));
+        d.norm(&format!("{l}.output.LayerNorm"));
+    }
+    let relative = if v3 {
+        2 * buckets
+    } else {
+        2 * DEBERTA_MAX_RELATIVE
+    };
+    d.put(
+        "deberta.encoder.rel_embeddings.weight".into(),
+        &[relative, HIDDEN],
+    );
+    if v3 {
+        d.norm("deberta.encoder.LayerNorm");
+    }
+    d.put("pooler.dense.weight".into(), &[HIDDEN, HIDDEN]);
+    d.put("pooler.dense.bias".into(), &[HIDDEN]);
+    d.put("classifier.weight".into(), &[labels.len(), HIDDEN]);
+    d.put("classifier.bias".into(), &[labels.len()]);
+    // Layer-norm gains around 1 (a random gain near 0 would silence a layer).
+    let mut t = d.tensors;
+    for (name, w) in t.iter_mut() {
+        if name.ends_with("LayerNorm.weight") {
+            *w = (w.clone() + 1.0).map_err(|e| LocalError::bad_file(&dir.join(name), e))?;
+        }
+    }
+    let path = dir.join("model.safetensors");
+    candle_core::safetensors::save(&t, &path).map_err(|e| LocalError::bad_file(&path, e))
+}
+
+/// The architecture of a tiny model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TinyArchitecture {
+    /// [`write_tiny_classifier`].
+    Bert,
+    /// [`write_tiny_deberta`] of that style.
+    Deberta(DebertaStyle),
+}
+
+/// A tiny model whose logits `transformers` computed for the committed fixture
+/// `tests/fixtures/tiny_classifier_reference.json` (written by
+/// `bench/classifier_reference.py` from the folders of `examples/write_tiny_models.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReferenceModel {
+    /// The folder name (and the key in the fixture).
+    pub name: &'static str,
+    /// The architecture.
+    pub architecture: TinyArchitecture,
+    /// `id2label`, in order.
+    pub labels: &'static [&'static str],
+    /// The weights' seed.
+    pub seed: u64,
+}
+
+impl ReferenceModel {
+    /// Writes the model into `dir` (which must exist).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        match self.architecture {
+            TinyArchitecture::Bert => write_tiny_classifier(dir, self.labels, self.seed),
+            TinyArchitecture::Deberta(style) => {
+                write_tiny_deberta(dir, self.labels, self.seed, style)
+            }
+        }
+    }
+}
+
+/// The tiny models of the numeric reference: BERT, DeBERTa-v3 (three labels, a single
+/// logit, and v3-base's 512 positions) and the [`DebertaStyle::Separate`] variant. Changing one (or its writer) means
+/// running `bench/classifier_reference.sh` again.
+pub const REFERENCE_MODELS: &[ReferenceModel] = &[
+    ReferenceModel {
+        name: "bert-nli",
+        architecture: TinyArchitecture::Bert,
+        labels: &["contradiction", "neutral", "entailment"],
+        seed: 101,
+    },
+    ReferenceModel {
+        name: "deberta-v3-nli",
+        architecture: TinyArchitecture::Deberta(DebertaStyle::V3),
+        labels: &["entailment", "neutral", "contradiction"],
+        seed: 102,
+    },
+    ReferenceModel {
+        name: "deberta-v3-cross-encoder",
+        architecture: TinyArchitecture::Deberta(DebertaStyle::V3),
+        labels: &["LABEL_0"],
+        seed: 103,
+    },
+    ReferenceModel {
+        name: "deberta-v3-base-positions",
+        architecture: TinyArchitecture::Deberta(DebertaStyle::V3Base),
+        labels: &["entailment", "neutral", "contradiction"],
+        seed: 105,
+    },
+    ReferenceModel {
+        name: "deberta-separate-nli",
+        architecture: TinyArchitecture::Deberta(DebertaStyle::Separate),
+        labels: &["entailment", "not_entailment"],
+        seed: 104,
+    },
+];
