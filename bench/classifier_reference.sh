@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Writes the tiny randomly initialised classifiers of Oloproof's test support (BERT and
-# DeBERTa, examples/write_tiny_models.rs) and runs bench/classifier_reference.py, which
-# computes their logits with transformers (PyTorch; gigabytes, hence not in CI) and writes the
-# committed fixture crates/local/tests/fixtures/tiny_classifier_reference.json. The test suite
-# (crates/local/tests/deberta.rs) compares Oloproof's logits against that fixture only.
+# Writes the tiny randomly initialised models of Oloproof's test support (BERT, DeBERTa and
+# RoBERTa classifiers, a RoBERTa sentence embedder; examples/write_tiny_models.rs) and runs
+# bench/classifier_reference.py, which computes their logits (the embedder's mean-pooled
+# embeddings) with transformers (PyTorch; gigabytes, hence not in CI) and writes the committed
+# fixture crates/local/tests/fixtures/tiny_classifier_reference.json. The test suite
+# (crates/local/tests/deberta.rs, crates/local/tests/roberta.rs) compares Oloproof's outputs
+# against that fixture only.
 #
 # Needs the venv of bench/embedding_reference.sh (target/st-venv: torch + transformers).
 set -euo pipefail

@@ -1,6 +1,7 @@
-//! Writes the tiny randomly initialised classifiers of `oloproof_local::testing::REFERENCE_MODELS`
-//! (BERT and DeBERTa, safetensors + config.json + tokenizer.json), one folder each, for
-//! `bench/classifier_reference.py` to run through `transformers`:
+//! Writes the tiny randomly initialised models of `oloproof_local::testing::REFERENCE_MODELS`
+//! (BERT, DeBERTa and RoBERTa classifiers and a RoBERTa sentence embedder, safetensors +
+//! config.json + tokenizer.json), one folder each, for `bench/classifier_reference.py` to run
+//! through `transformers`:
 //!
 //! ```sh
 //! cargo run --profile ci -p oloproof-local --example write_tiny_models -- OUT_DIR

@@ -6,12 +6,15 @@
 //! post-processor adds the pair's special tokens and segment ids) and `model.safetensors`.
 //! The network is chosen by `model_type`:
 //!
-//! * BERT family (`bert`, `roberta`, `xlm-roberta`, `camembert`): the encoder under `bert.`
-//!   (or `roberta.`), the pooler `<encoder>.pooler.dense` and the head `classifier`; the
-//!   logits are `classifier(tanh(pooler(h[CLS])))`, as `transformers`'
-//!   `BertForSequenceClassification` computes them. (RoBERTa's own head, `classifier.dense`
-//!   and `classifier.out_proj` without a pooler, is not read: such weights are reported as
-//!   not matching.)
+//! * BERT (`bert`, or no `model_type`): the encoder under `bert.`, the pooler
+//!   `bert.pooler.dense` and the head `classifier`; the logits are
+//!   `classifier(tanh(pooler(h[CLS])))`, as `transformers`' `BertForSequenceClassification`
+//!   computes them.
+//! * RoBERTa family (`roberta`, `xlm-roberta`, `camembert`): the encoder under `roberta.`
+//!   (positions from `pad_token_id + 1`, see `encoder`), no pooler, and the head
+//!   `classifier.dense` and `classifier.out_proj`; the logits are
+//!   `out_proj(tanh(dense(h[<s>])))`, as `RobertaForSequenceClassification` (and its
+//!   XLM-RoBERTa and CamemBERT copies) computes them.
 //! * DeBERTa v2 / v3 (`deberta-v2`): the encoder under `deberta.`, the context pooler
 //!   `pooler.dense` and the head `classifier`; the logits are
 //!   `classifier(act(pooler(h[CLS])))` (see `deberta.rs`).
@@ -45,7 +48,8 @@ pub const DEFAULT_WINDOW_OVERLAP: usize = 64;
 pub struct ClassifierOptions {
     /// Threads of the forward pass (default: every core).
     pub threads: Option<usize>,
-    /// Tokens per pair, special tokens included (default: `max_position_embeddings`, lowered
+    /// Tokens per pair, special tokens included (default: `max_position_embeddings`, less
+    /// `pad_token_id + 1` for the RoBERTa family, lowered
     /// to `sentence_bert_config.json`'s `max_seq_length` or `tokenizer_config.json`'s
     /// `model_max_length` when smaller).
     pub max_length: Option<usize>,
@@ -293,10 +297,11 @@ impl Spec {
         }
     }
 
-    /// `max_position_embeddings`: the most tokens a pair may have.
+    /// The most tokens a pair may have: `max_position_embeddings`, less `pad_token_id + 1`
+    /// for the RoBERTa family.
     fn positions(&self) -> usize {
         match self {
-            Spec::Bert(c) => c.max_position_embeddings,
+            Spec::Bert(c) => crate::encoder::max_tokens(c),
             Spec::DebertaV2(c) => c.max_position_embeddings,
             Spec::Onnx(n) => *n,
         }
@@ -308,7 +313,8 @@ impl Spec {
 /// backend (e.g. an ONNX runtime) is one more variant, built in [`Backend::load`] (with the
 /// sha256 of its own weights file, for the identity) and run in [`Backend::logits`].
 enum Backend {
-    /// A BERT-family encoder (packed, unpadded batches) with BERT's tanh pooler.
+    /// A BERT-family encoder (packed, unpadded batches) with a tanh head on the first token
+    /// (BERT's pooler + classifier, or RoBERTa's classification head).
     Bert(Box<BertHead>),
     /// DeBERTa v2 / v3 (our embeddings, candle-transformers' encoder and pooler) on padded,
     /// masked batches.
@@ -318,11 +324,15 @@ enum Backend {
     Onnx(Box<crate::onnx::OnnxPairModel>),
 }
 
-/// BERT's encoder, pooler and classification head.
+/// A BERT-family encoder and its head, `classifier(tanh(pooler(h[0])))`: BERT's
+/// `<encoder>.pooler.dense` and `classifier`, or RoBERTa's `classifier.dense` and
+/// `classifier.out_proj` (the same function under other names).
 struct BertHead {
     model: crate::encoder::Encoder,
     pooler: Linear,
     classifier: Linear,
+    /// The head is RoBERTa's (`model_type` `roberta`, `xlm-roberta` or `camembert`).
+    roberta: bool,
 }
 
 impl Backend {
@@ -344,18 +354,25 @@ impl Backend {
         let mismatch = |e| weights.mismatch(config_path, e);
         let backend = match spec {
             Spec::Bert(config) => {
-                let prefix = weights.encoder_prefix().unwrap_or("bert");
+                let roberta = crate::encoder::is_roberta(config.model_type.as_deref());
+                let prefix =
+                    weights
+                        .encoder_prefix()
+                        .unwrap_or(if roberta { "roberta" } else { "bert" });
                 let model =
                     crate::encoder::Encoder::load(root.pp(prefix), config).map_err(mismatch)?;
                 let h = config.hidden_size;
-                let pooler = candle_nn::linear(h, h, root.pp(prefix).pp("pooler").pp("dense"))
-                    .map_err(mismatch)?;
-                let classifier =
-                    candle_nn::linear(h, labels, root.pp("classifier")).map_err(mismatch)?;
+                let head = root.pp("classifier");
+                let (pooler, classifier) = if roberta {
+                    (head.pp("dense"), head.pp("out_proj"))
+                } else {
+                    (root.pp(prefix).pp("pooler").pp("dense"), head)
+                };
                 Backend::Bert(Box::new(BertHead {
                     model,
-                    pooler,
-                    classifier,
+                    pooler: candle_nn::linear(h, h, pooler).map_err(mismatch)?,
+                    classifier: candle_nn::linear(h, labels, classifier).map_err(mismatch)?,
+                    roberta,
                 }))
             }
             Spec::DebertaV2(config) => Backend::DebertaV2(Box::new(
@@ -409,6 +426,7 @@ impl Backend {
     /// The architecture's `model_type`, for `Debug`.
     fn name(&self) -> &'static str {
         match self {
+            Backend::Bert(b) if b.roberta => "roberta",
             Backend::Bert(_) => "bert",
             Backend::DebertaV2(_) => "deberta-v2",
             #[cfg(feature = "onnx")]
@@ -452,9 +470,6 @@ impl BertHead {
     }
 }
 
-/// The tokens per pair: the option (2 to `positions`), else `positions`
-/// (`max_position_embeddings`) lowered to `sentence_bert_config.json`'s `max_seq_length` and
-/// `tokenizer_config.json`'s `model_max_length` when they are smaller.
 /// Where an ONNX export keeps its graph, in the order looked for.
 const ONNX_FILES: [&str; 2] = ["model.onnx", "onnx/model.onnx"];
 
@@ -471,10 +486,7 @@ fn onnx_positions(path: &Path, raw: &Value) -> Result<usize> {
                 "no `max_position_embeddings`: the tokens per input of the ONNX model are unknown",
             )
         })?;
-    let roberta = matches!(
-        raw.get("model_type").and_then(Value::as_str),
-        Some("roberta" | "xlm-roberta" | "camembert")
-    );
+    let roberta = crate::encoder::is_roberta(raw.get("model_type").and_then(Value::as_str));
     let offset = if roberta {
         raw.get("pad_token_id").and_then(Value::as_u64).unwrap_or(1) + 1
     } else {
@@ -485,30 +497,19 @@ fn onnx_positions(path: &Path, raw: &Value) -> Result<usize> {
     })
 }
 
+/// Tokens per pair: `option`, else the smallest of the position table's `positions` and the
+/// hints of `sentence_bert_config.json` and `tokenizer_config.json`.
 fn resolve_max_length(dir: &Path, positions: usize, option: Option<usize>) -> Result<usize> {
-    if let Some(n) = option {
-        if n < 2 || n > positions {
-            return Err(LocalError::Options {
-                message: format!(
-                    "`max_length` {n} is out of range: this model takes 2 to {positions} tokens (max_position_embeddings in config.json)"
-                ),
-            });
-        }
-        return Ok(n);
-    }
-    let mut n = positions;
-    for (file, key) in [
-        ("sentence_bert_config.json", "max_seq_length"),
-        ("tokenizer_config.json", "model_max_length"),
-    ] {
-        let path = dir.join(file);
-        if path.is_file() {
-            if let Some(m) = files::read_json(&path)?.get(key).and_then(Value::as_u64) {
-                n = n.min(usize::try_from(m).unwrap_or(usize::MAX));
-            }
-        }
-    }
-    Ok(n)
+    files::resolve_max_length(
+        dir,
+        positions,
+        "max_position_embeddings in config.json, less pad_token_id + 1 for the RoBERTa family",
+        option,
+        &[
+            ("sentence_bert_config.json", "max_seq_length"),
+            ("tokenizer_config.json", "model_max_length"),
+        ],
+    )
 }
 
 /// `id2label` in index order (else `num_labels` generic names, else one label).

@@ -138,7 +138,9 @@ pub(crate) fn parse_config(path: &Path, raw: &Value) -> Result<Config> {
         .unwrap_or(config.hidden_size / config.num_attention_heads.max(1));
     if config.hidden_size == 0
         || config.num_attention_heads == 0
-        || !config.hidden_size.is_multiple_of(config.num_attention_heads)
+        || !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
         || head * config.num_attention_heads != config.hidden_size
     {
         return Err(bad(format!(

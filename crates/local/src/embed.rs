@@ -38,7 +38,8 @@ pub struct EmbedderOptions {
     /// Threads of the forward pass (default: every core).
     pub threads: Option<usize>,
     /// Truncation length in tokens, special tokens included (default: `max_seq_length` of
-    /// `sentence_bert_config.json`, else the model's `max_position_embeddings`).
+    /// `sentence_bert_config.json`, else the model's `max_position_embeddings`, less
+    /// `pad_token_id + 1` for the RoBERTa family).
     pub max_length: Option<usize>,
     /// Texts per forward pass (default [`DEFAULT_BATCH_SIZE`]).
     pub batch_size: Option<usize>,
@@ -231,30 +232,27 @@ fn read_normalize(dir: &Path) -> Result<bool> {
     }))
 }
 
-/// The truncation length: the option, else `sentence_bert_config.json`'s `max_seq_length`,
-/// else `max_position_embeddings`; never past `max_position_embeddings`.
+/// Tokens per text: `option`, else `sentence_bert_config.json`'s `max_seq_length`, within
+/// what the position table allows (see [`files::resolve_max_length`]).
 pub(crate) fn resolve_max_length(
     dir: &Path,
     config: &candle_transformers::models::bert::Config,
     option: Option<usize>,
 ) -> Result<usize> {
-    let limit = config.max_position_embeddings;
-    if let Some(n) = option {
-        if n < 2 || n > limit {
-            return Err(LocalError::Options {
-                message: format!(
-                    "`max_length` {n} is out of range: this model takes 2 to {limit} tokens (max_position_embeddings in config.json)"
-                ),
-            });
-        }
-        return Ok(n);
-    }
-    let st = dir.join("sentence_bert_config.json");
-    if st.is_file() {
-        let v = files::read_json(&st)?;
-        if let Some(n) = v.get("max_seq_length").and_then(Value::as_u64) {
-            return Ok((n as usize).min(limit));
-        }
-    }
-    Ok(limit)
+    let limit = crate::encoder::max_tokens(config);
+    let source = if limit == config.max_position_embeddings {
+        "max_position_embeddings in config.json".to_string()
+    } else {
+        format!(
+            "max_position_embeddings {} in config.json less RoBERTa's offset of pad_token_id + 1",
+            config.max_position_embeddings
+        )
+    };
+    files::resolve_max_length(
+        dir,
+        limit,
+        &source,
+        option,
+        &[("sentence_bert_config.json", "max_seq_length")],
+    )
 }

@@ -8,6 +8,11 @@
 //! computes the same function: a padded token only ever met the other tokens of its text
 //! through a softmax weight of exactly zero, so dropping the padding changes no real token's
 //! vector beyond rounding.
+//!
+//! The RoBERTa family (`model_type` `roberta`, `xlm-roberta`, `camembert`) has the same
+//! layers but numbers positions as `transformers`' `create_position_ids_from_input_ids`: from
+//! `pad_token_id + 1`, counting only the tokens that are not `pad_token_id` (a pad token itself
+//! sits at position `pad_token_id`), so `max_position_embeddings - pad_token_id - 1` tokens fit.
 
 use candle_core::{
     bail, CpuStorage, CustomOp1, CustomOp2, DType, Device, Layout, Result, Shape, Tensor,
@@ -38,6 +43,35 @@ impl Packed {
     }
 }
 
+/// The `model_type`s whose positions start after the padding index (RoBERTa's embeddings).
+pub(crate) const ROBERTA_MODEL_TYPES: &[&str] = &["roberta", "xlm-roberta", "camembert"];
+
+/// Whether `model_type` is of the RoBERTa family ([`ROBERTA_MODEL_TYPES`]).
+pub(crate) fn is_roberta(model_type: Option<&str>) -> bool {
+    model_type.is_some_and(|t| ROBERTA_MODEL_TYPES.contains(&t))
+}
+
+/// How the encoder numbers the positions of a text's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Positions {
+    /// BERT: `0, 1, 2, …`.
+    FromZero,
+    /// RoBERTa: `pad + 1, pad + 2, …` over the tokens that are not `pad`; a `pad` token is
+    /// at position `pad` and is not counted.
+    AfterPadding(usize),
+}
+
+/// The tokens a text may have: `max_position_embeddings`, less the RoBERTa family's offset of
+/// `pad_token_id + 1` (so 512 for RoBERTa's 514 positions); 0 when the offset takes them all.
+pub(crate) fn max_tokens(config: &Config) -> usize {
+    let offset = if is_roberta(config.model_type.as_deref()) {
+        config.pad_token_id.saturating_add(1)
+    } else {
+        0
+    };
+    config.max_position_embeddings.saturating_sub(offset)
+}
+
 /// The loaded encoder.
 pub(crate) struct Encoder {
     word: Vec<f32>,
@@ -47,7 +81,9 @@ pub(crate) struct Encoder {
     layers: Vec<Layer>,
     hidden: usize,
     vocab: usize,
-    positions: usize,
+    /// Tokens per text ([`max_tokens`]).
+    max_tokens: usize,
+    numbering: Positions,
     types: usize,
 }
 
@@ -86,6 +122,11 @@ impl Encoder {
                 .flatten_all()?
                 .to_vec1::<f32>()
         };
+        let numbering = if is_roberta(config.model_type.as_deref()) {
+            Positions::AfterPadding(config.pad_token_id)
+        } else {
+            Positions::FromZero
+        };
         let word = table("word_embeddings", config.vocab_size)?;
         let position = table("position_embeddings", config.max_position_embeddings)?;
         let token_type = table("token_type_embeddings", config.type_vocab_size)?;
@@ -101,7 +142,8 @@ impl Encoder {
             layers,
             hidden: h,
             vocab: config.vocab_size,
-            positions: config.max_position_embeddings,
+            max_tokens: max_tokens(config),
+            numbering,
             types: config.type_vocab_size,
         })
     }
@@ -112,11 +154,11 @@ impl Encoder {
         let mut offsets = Vec::with_capacity(rows.len() + 1);
         offsets.push(0);
         for r in rows {
-            if r.len() > self.positions {
+            if r.len() > self.max_tokens {
                 bail!(
                     "a text of {} tokens is longer than the model's {} positions",
                     r.len(),
-                    self.positions
+                    self.max_tokens
                 );
             }
             if let Some(&id) = r.ids.iter().find(|&&id| id as usize >= self.vocab) {
@@ -145,9 +187,20 @@ impl Encoder {
             rest = tail;
         }
         parts.into_par_iter().for_each(|(r, out)| {
-            for (pos, row) in out.chunks_exact_mut(h).enumerate() {
-                let w = &self.word[r.ids[pos] as usize * h..][..h];
-                let t = &self.token_type[r.type_ids[pos] as usize * h..][..h];
+            let mut counted = 0;
+            for (i, row) in out.chunks_exact_mut(h).enumerate() {
+                let id = r.ids[i];
+                // At most `max_tokens` tokens, so every position is inside the table.
+                let pos = match self.numbering {
+                    Positions::FromZero => i,
+                    Positions::AfterPadding(pad) if id as usize == pad => pad,
+                    Positions::AfterPadding(pad) => {
+                        counted += 1;
+                        pad + counted
+                    }
+                };
+                let w = &self.word[id as usize * h..][..h];
+                let t = &self.token_type[r.type_ids[i] as usize * h..][..h];
                 let p = &self.position[pos * h..][..h];
                 for (((o, &w), &t), &p) in row.iter_mut().zip(w).zip(t).zip(p) {
                     *o = w + t + p;

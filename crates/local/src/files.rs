@@ -61,7 +61,9 @@ pub(crate) fn read_json(path: &Path) -> Result<Value> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Architecture {
     /// BERT and the encoders with its weight layout: `model_type` `bert`, `roberta`,
-    /// `xlm-roberta` or `camembert` (or no `model_type` at all, as old BERT configs).
+    /// `xlm-roberta` or `camembert` (or no `model_type` at all, as old BERT configs). The
+    /// RoBERTa family differs in its position numbering and classification head (see
+    /// `encoder` and `classify`).
     Bert,
     /// DeBERTa v2 and v3 (both `model_type` `deberta-v2`): disentangled relative-position
     /// attention.
@@ -142,6 +144,24 @@ pub(crate) fn parse_bert_config(
     let config: candle_transformers::models::bert::Config = serde_json::from_value(raw.clone())
         .map_err(|e| LocalError::bad_file(path, format!("not a BERT config.json: {e}")))?;
     check_heads(path, config.hidden_size, config.num_attention_heads)?;
+    let tokens = crate::encoder::max_tokens(&config);
+    if tokens < 2 {
+        let note = if crate::encoder::is_roberta(config.model_type.as_deref()) {
+            format!(
+                " after the RoBERTa family's offset of pad_token_id + 1 = {}",
+                config.pad_token_id.saturating_add(1)
+            )
+        } else {
+            String::new()
+        };
+        return Err(LocalError::bad_file(
+            path,
+            format!(
+                "max_position_embeddings ({}) leaves {tokens} positions for a text{note}: expected at least 2",
+                config.max_position_embeddings
+            ),
+        ));
+    }
     Ok(config)
 }
 
@@ -268,6 +288,38 @@ pub(crate) fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
         .map_err(|e| LocalError::Options {
             message: format!("cannot start {n} model threads: {e}"),
         })
+}
+
+/// The tokens per input a model runs with: `option` when given (an error outside
+/// `2..=limit`, naming `limit_source`), else `limit` lowered by each `(file, key)` hint
+/// present in `dir` (e.g. `sentence_bert_config.json`'s `max_seq_length`).
+pub(crate) fn resolve_max_length(
+    dir: &Path,
+    limit: usize,
+    limit_source: &str,
+    option: Option<usize>,
+    hints: &[(&str, &str)],
+) -> Result<usize> {
+    if let Some(n) = option {
+        if n < 2 || n > limit {
+            return Err(LocalError::Options {
+                message: format!(
+                    "`max_length` {n} is out of range: this model takes 2 to {limit} tokens ({limit_source})"
+                ),
+            });
+        }
+        return Ok(n);
+    }
+    let mut n = limit;
+    for (file, key) in hints {
+        let path = dir.join(file);
+        if path.is_file() {
+            if let Some(m) = read_json(&path)?.get(*key).and_then(Value::as_u64) {
+                n = n.min(usize::try_from(m).unwrap_or(usize::MAX));
+            }
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -1,14 +1,16 @@
 //! Local models for Oloproof, run in-process on the CPU with candle: a model is a path on disk,
 //! or an `hf://ORG/NAME` path that [`hub`] resolves in (downloading into) the Hugging Face cache.
 //!
-//! * [`SentenceEmbedder`] — any BERT-family sentence embedder in the Hugging Face /
-//!   sentence-transformers layout (all-MiniLM-L6-v2 and the like), reproducing
+//! * [`SentenceEmbedder`] — any BERT-family sentence embedder (BERT, RoBERTa, XLM-RoBERTa,
+//!   CamemBERT) in the Hugging Face / sentence-transformers layout (all-MiniLM-L6-v2 and the
+//!   like), reproducing
 //!   sentence-transformers' vectors: the model's max length, mean / CLS / max pooling, L2
 //!   normalisation; batches run packed, without padding, through a BERT encoder with fused
 //!   attention, GELU and layer-norm passes between candle's matrix products.
-//! * [`PairClassifier`] — a BERT or DeBERTa-v2/v3 sequence-pair classifier (a cross-encoder or
-//!   an NLI model), with the entailment label from `config.json`'s `id2label` or the options,
-//!   and long premises scored as the maximum over overlapping windows.
+//! * [`PairClassifier`] — a BERT, RoBERTa (XLM-RoBERTa, CamemBERT) or DeBERTa-v2/v3
+//!   sequence-pair classifier (a cross-encoder or an NLI model), with the entailment label
+//!   from `config.json`'s `id2label` or the options, and long premises scored as the maximum
+//!   over overlapping windows.
 //! * [`ChatModel`] — a GGUF llama-family chat model through candle's quantized llama, with
 //!   the chat template read from the GGUF, greedy decoding.
 //!

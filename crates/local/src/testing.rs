@@ -1,8 +1,9 @@
 //! Test support, always compiled: writes tiny randomly initialised sequence-pair classifiers
-//! (BERT, and DeBERTa v2 / v3) as `transformers` saves them (safetensors, `config.json`, a
-//! word-level `tokenizer.json`) so that tests of the classifier and of the layers above it
-//! need no downloaded model. Their outputs mean nothing; their shapes, masks, labels and
-//! windowing are those of a real model, and [`REFERENCE_MODELS`] are the ones whose logits
+//! (BERT, RoBERTa, and DeBERTa v2 / v3) and a tiny RoBERTa sentence embedder as `transformers`
+//! saves them (safetensors, `config.json`, a word-level `tokenizer.json`) so that tests of the
+//! models and of the layers above them need no downloaded model. Their outputs mean nothing;
+//! their shapes, masks, positions, labels and windowing are those of a real model, and
+//! [`REFERENCE_MODELS`] are the ones whose logits (or embeddings)
 //! `bench/classifier_reference.py` records from `transformers` for the numeric comparison.
 
 use std::collections::HashMap;
@@ -41,20 +42,55 @@ impl Rng {
 /// The tiny word-level `tokenizer.json` (lowercasing, whitespace split, BERT pair template):
 /// `[PAD]` 0, `[UNK]` 1, `[CLS]` 2, `[SEP]` 3, then [`WORDS`].
 pub fn tokenizer_json() -> Value {
-    word_level_tokenizer(&["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    let specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"];
+    word_level_tokenizer(&specials, "[UNK]", cls_sep_template(&specials))
 }
 
 /// The tiny word-level `tokenizer.json` with DeBERTa-v3's special-token ids (`[PAD]` 0,
 /// `[CLS]` 1, `[SEP]` 2, `[UNK]` 3, then [`WORDS`]) and its pair template
 /// `[CLS] A [SEP] B [SEP]` (segment ids 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`).
 pub fn deberta_tokenizer_json() -> Value {
-    word_level_tokenizer(&["[PAD]", "[CLS]", "[SEP]", "[UNK]"])
+    let specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"];
+    word_level_tokenizer(&specials, "[UNK]", cls_sep_template(&specials))
 }
 
-/// A word-level tokenizer over `specials` (ids 0…, each of `[PAD]`, `[UNK]`, `[CLS]`,
-/// `[SEP]` once) followed by [`WORDS`], with the `[CLS] A [SEP] B [SEP]` template.
-fn word_level_tokenizer(specials: &[&str; 4]) -> Value {
+/// The padding id of the tiny RoBERTa models (`pad_token_id`, RoBERTa's).
+pub const ROBERTA_PAD: u32 = 1;
+
+/// The tiny word-level `tokenizer.json` with RoBERTa's special tokens and ids (`<s>` 0,
+/// `<pad>` 1, `</s>` 2, `<unk>` 3, then [`WORDS`]) and its post-processor
+/// (`RobertaProcessing`, as roberta-base's tokenizer.json): `<s> A </s>`, and
+/// `<s> A </s></s> B </s>` for a pair, every segment id 0.
+pub fn roberta_tokenizer_json() -> Value {
+    let specials = ["<s>", "<pad>", "</s>", "<unk>"];
+    word_level_tokenizer(
+        &specials,
+        "<unk>",
+        json!({"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+               "trim_offsets": true, "add_prefix_space": false}),
+    )
+}
+
+/// BERT's `[CLS] A [SEP] B [SEP]` template (segment ids 0 for `[CLS] A [SEP]`, 1 for
+/// `B [SEP]`) with the ids of `[CLS]` and `[SEP]` among `specials`.
+fn cls_sep_template(specials: &[&str; 4]) -> Value {
     let id = |name: &str| specials.iter().position(|s| *s == name).unwrap_or(0) as u32;
+    let (cls, sep) = (id("[CLS]"), id("[SEP]"));
+    json!({
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                 {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+        "special_tokens": {
+            "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
+            "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]}
+        }
+    })
+}
+
+/// A word-level tokenizer (lowercasing, whitespace split) over `specials` (ids 0…) followed
+/// by [`WORDS`], with `unk` for unknown words and `post_processor` adding the special tokens.
+fn word_level_tokenizer(specials: &[&str; 4], unk: &str, post_processor: Value) -> Value {
     let mut vocab = serde_json::Map::new();
     for (i, t) in specials.iter().enumerate() {
         vocab.insert(t.to_string(), json!(i));
@@ -66,7 +102,6 @@ fn word_level_tokenizer(specials: &[&str; 4]) -> Value {
         json!({"id": id, "content": content, "single_word": false, "lstrip": false,
                "rstrip": false, "normalized": false, "special": true})
     };
-    let (cls, sep) = (id("[CLS]"), id("[SEP]"));
     json!({
         "version": "1.0",
         "truncation": null,
@@ -74,18 +109,9 @@ fn word_level_tokenizer(specials: &[&str; 4]) -> Value {
         "added_tokens": specials.iter().enumerate().map(|(i, t)| special(i as u32, t)).collect::<Vec<_>>(),
         "normalizer": {"type": "Lowercase"},
         "pre_tokenizer": {"type": "Whitespace"},
-        "post_processor": {
-            "type": "TemplateProcessing",
-            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-            "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                     {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-            "special_tokens": {
-                "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
-                "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]}
-            }
-        },
+        "post_processor": post_processor,
         "decoder": null,
-        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": unk}
     })
 }
 
@@ -354,8 +380,125 @@ pub fn write_tiny_deberta(
     d.put("pooler.dense.bias".into(), &[HIDDEN]);
     d.put("classifier.weight".into(), &[labels.len(), HIDDEN]);
     d.put("classifier.bias".into(), &[labels.len()]);
-    // Layer-norm gains around 1 (a random gain near 0 would silence a layer).
-    let mut t = d.tensors;
+    save_with_unit_gains(dir, d.tensors)
+}
+
+/// Writes a tiny RoBERTa sequence classifier with `labels` (its `id2label`, in order) into
+/// `dir`, with weights drawn from a fixed stream seeded by `seed`: `config.json`
+/// (`model_type` `roberta`, `pad_token_id` [`ROBERTA_PAD`], one token type, [`MAX_POS`]
+/// tokens, so `max_position_embeddings` `MAX_POS + 2`), [`roberta_tokenizer_json`] and
+/// `model.safetensors` holding exactly the tensors of `transformers`'
+/// `RobertaForSequenceClassification`: the encoder under `roberta.` (no pooler) and the head
+/// `classifier.dense`, `classifier.out_proj`.
+pub fn write_tiny_roberta_classifier(dir: &Path, labels: &[&str], seed: u64) -> Result<()> {
+    write_tiny_roberta(dir, Some(labels), seed)
+}
+
+/// Writes a tiny RoBERTa sentence embedder into `dir` (as [`write_tiny_roberta_classifier`],
+/// seeded by `seed`): the tensors of `transformers`' `RobertaModel` without a prefix (its
+/// pooler included), as sentence-transformers saves them, and `1_Pooling/config.json` with
+/// mean pooling (no `modules.json`: vectors are not normalised; no
+/// `sentence_bert_config.json`: the max length is the model's [`MAX_POS`] positions).
+pub fn write_tiny_roberta_embedder(dir: &Path, seed: u64) -> Result<()> {
+    write_tiny_roberta(dir, None, seed)
+}
+
+/// A tiny RoBERTa: a classifier with `labels`, or (`None`) a sentence embedder.
+fn write_tiny_roberta(dir: &Path, labels: Option<&[&str]>, seed: u64) -> Result<()> {
+    let vocab = WORDS.len() + 4;
+    let positions = MAX_POS + ROBERTA_PAD as usize + 1;
+    let mut config = json!({
+        "architectures": [if labels.is_some() { "RobertaForSequenceClassification" } else { "RobertaModel" }],
+        "model_type": "roberta",
+        "vocab_size": vocab, "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
+        "num_attention_heads": 2, "intermediate_size": INTER, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "max_position_embeddings": positions, "type_vocab_size": 1, "initializer_range": 0.02,
+        "layer_norm_eps": 1e-5, "pad_token_id": ROBERTA_PAD, "bos_token_id": 0, "eos_token_id": 2,
+    });
+    if let (Some(labels), Some(c)) = (labels, config.as_object_mut()) {
+        let id2label: serde_json::Map<String, Value> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i.to_string(), json!(l)))
+            .collect();
+        let label2id: serde_json::Map<String, Value> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.to_string(), json!(i)))
+            .collect();
+        c.insert("id2label".into(), id2label.into());
+        c.insert("label2id".into(), label2id.into());
+    }
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text)
+            .map_err(|e| LocalError::bad_file(path, format!("cannot write: {e}")))
+    };
+    write(&dir.join("config.json"), config.to_string())?;
+    write(
+        &dir.join("tokenizer.json"),
+        roberta_tokenizer_json().to_string(),
+    )?;
+    if labels.is_none() {
+        let pooling = dir.join("1_Pooling");
+        std::fs::create_dir_all(&pooling)
+            .map_err(|e| LocalError::bad_file(&pooling, format!("cannot create: {e}")))?;
+        write(
+            &pooling.join("config.json"),
+            json!({"word_embedding_dimension": HIDDEN, "pooling_mode_cls_token": false,
+                   "pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false,
+                   "pooling_mode_mean_sqrt_len_tokens": false})
+            .to_string(),
+        )?;
+    }
+
+    let prefix = if labels.is_some() { "roberta." } else { "" };
+    let mut d = Draw {
+        rng: Rng(seed),
+        tensors: HashMap::new(),
+    };
+    let e = format!("{prefix}embeddings");
+    d.put(format!("{e}.word_embeddings.weight"), &[vocab, HIDDEN]);
+    d.put(
+        format!("{e}.position_embeddings.weight"),
+        &[positions, HIDDEN],
+    );
+    d.put(format!("{e}.token_type_embeddings.weight"), &[1, HIDDEN]);
+    d.norm(&format!("{e}.LayerNorm"));
+    for i in 0..LAYERS {
+        let l = format!("{prefix}encoder.layer.{i}");
+        for (name, out, inp) in [
+            ("attention.self.query", HIDDEN, HIDDEN),
+            ("attention.self.key", HIDDEN, HIDDEN),
+            ("attention.self.value", HIDDEN, HIDDEN),
+            ("attention.output.dense", HIDDEN, HIDDEN),
+            ("intermediate.dense", INTER, HIDDEN),
+            ("output.dense", HIDDEN, INTER),
+        ] {
+            d.put(format!("{l}.{name}.weight"), &[out, inp]);
+            d.put(format!("{l}.{name}.bias"), &[out]);
+        }
+        d.norm(&format!("{l}.attention.output.LayerNorm"));
+        d.norm(&format!("{l}.output.LayerNorm"));
+    }
+    match labels {
+        Some(labels) => {
+            d.put("classifier.dense.weight".into(), &[HIDDEN, HIDDEN]);
+            d.put("classifier.dense.bias".into(), &[HIDDEN]);
+            d.put("classifier.out_proj.weight".into(), &[labels.len(), HIDDEN]);
+            d.put("classifier.out_proj.bias".into(), &[labels.len()]);
+        }
+        None => {
+            d.put("pooler.dense.weight".into(), &[HIDDEN, HIDDEN]);
+            d.put("pooler.dense.bias".into(), &[HIDDEN]);
+        }
+    }
+    save_with_unit_gains(dir, d.tensors)
+}
+
+/// Shifts the layer-norm gains of `t` to around 1 (a random gain near 0 would silence a
+/// layer) and saves `t` as `dir/model.safetensors`.
+fn save_with_unit_gains(dir: &Path, mut t: HashMap<String, Tensor>) -> Result<()> {
     for (name, w) in t.iter_mut() {
         if name.ends_with("LayerNorm.weight") {
             *w = (w.clone() + 1.0).map_err(|e| LocalError::bad_file(&dir.join(name), e))?;
@@ -372,10 +515,14 @@ pub enum TinyArchitecture {
     Bert,
     /// [`write_tiny_deberta`] of that style.
     Deberta(DebertaStyle),
+    /// [`write_tiny_roberta_classifier`].
+    Roberta,
+    /// [`write_tiny_roberta_embedder`] (a sentence embedder: no labels).
+    RobertaEmbedder,
 }
 
-/// A tiny model whose logits `transformers` computed for the committed fixture
-/// `tests/fixtures/tiny_classifier_reference.json` (written by
+/// A tiny model whose logits (an embedder's mean-pooled embeddings) `transformers` computed
+/// for the committed fixture `tests/fixtures/tiny_classifier_reference.json` (written by
 /// `bench/classifier_reference.py` from the folders of `examples/write_tiny_models.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReferenceModel {
@@ -383,7 +530,7 @@ pub struct ReferenceModel {
     pub name: &'static str,
     /// The architecture.
     pub architecture: TinyArchitecture,
-    /// `id2label`, in order.
+    /// `id2label`, in order (none for an embedder).
     pub labels: &'static [&'static str],
     /// The weights' seed.
     pub seed: u64,
@@ -397,13 +544,21 @@ impl ReferenceModel {
             TinyArchitecture::Deberta(style) => {
                 write_tiny_deberta(dir, self.labels, self.seed, style)
             }
+            TinyArchitecture::Roberta => write_tiny_roberta_classifier(dir, self.labels, self.seed),
+            TinyArchitecture::RobertaEmbedder => write_tiny_roberta_embedder(dir, self.seed),
         }
+    }
+
+    /// Whether the model is a sentence embedder (else a sequence-pair classifier).
+    pub fn is_embedder(&self) -> bool {
+        self.architecture == TinyArchitecture::RobertaEmbedder
     }
 }
 
 /// The tiny models of the numeric reference: BERT, DeBERTa-v3 (three labels, a single
-/// logit, and v3-base's 512 positions) and the [`DebertaStyle::Separate`] variant. Changing one (or its writer) means
-/// running `bench/classifier_reference.sh` again.
+/// logit, and v3-base's 512 positions), the [`DebertaStyle::Separate`] variant, RoBERTa
+/// (three labels, a single logit) and the RoBERTa sentence embedder. Changing one (or its
+/// writer) means running `bench/classifier_reference.sh` again.
 pub const REFERENCE_MODELS: &[ReferenceModel] = &[
     ReferenceModel {
         name: "bert-nli",
@@ -434,5 +589,23 @@ pub const REFERENCE_MODELS: &[ReferenceModel] = &[
         architecture: TinyArchitecture::Deberta(DebertaStyle::Separate),
         labels: &["entailment", "not_entailment"],
         seed: 104,
+    },
+    ReferenceModel {
+        name: "roberta-nli",
+        architecture: TinyArchitecture::Roberta,
+        labels: &["contradiction", "entailment", "neutral"],
+        seed: 106,
+    },
+    ReferenceModel {
+        name: "roberta-cross-encoder",
+        architecture: TinyArchitecture::Roberta,
+        labels: &["LABEL_0"],
+        seed: 107,
+    },
+    ReferenceModel {
+        name: "roberta-embedder",
+        architecture: TinyArchitecture::RobertaEmbedder,
+        labels: &[],
+        seed: 108,
     },
 ];
