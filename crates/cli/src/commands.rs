@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oloproof_core::case::{load_cases, Case};
-use oloproof_core::config::{load_config, ConfigError, ProjectConfig};
+use oloproof_core::config::{
+    load_config, ConfigError, EvaluatorOptions, JudgedOptions, ProjectConfig,
+};
 use oloproof_core::dataset::{load_dataset, DatasetFormat};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::CriterionVerdict;
@@ -604,25 +606,46 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
     let mut total_embeds = 0u64;
     let mut total_tokens = 0u64;
     let mut total_cost = 0.0f64;
+    let mut local_criteria = 0usize;
     let mut any = false;
     for ev in &config.options.evaluators {
-        let Some(judged) = ev.judged() else { continue };
+        let Some(names) = dry_run_judges(ev) else {
+            continue;
+        };
         any = true;
+        let judge = names.join("+");
+        let settings = names.first().and_then(|n| config.options.judges.get(n));
+        let local = !names.is_empty()
+            && names.iter().all(|n| {
+                config
+                    .options
+                    .judges
+                    .get(n)
+                    .and_then(|s| s.get("provider"))
+                    .and_then(|p| p.as_str())
+                    == Some("local")
+            });
+        if local {
+            local_criteria += 1;
+            let kind = settings
+                .and_then(|s| s.get("kind"))
+                .and_then(|k| k.as_str())
+                .unwrap_or("embedding");
+            writeln!(
+                out,
+                "  {} (judge {judge}, local {kind} model): runs in-process on {} cases; nothing is sent, no cost",
+                ev.criterion(),
+                cases.len()
+            )?;
+            continue;
+        }
         let (mut calls, mut embeds, mut tokens) = (0u64, 0u64, 0u64);
         for case in &cases {
-            let (c, e, t) = oloproof_engine::judged::dry_run_estimate(ev, judged, case);
+            let (c, e, t) = dry_run_case(ev, case);
             calls += c;
             embeds += e;
             tokens += t;
         }
-        let judge = judged
-            .judge
-            .clone()
-            .or_else(|| judged.judges.as_ref().map(|js| js.join("+")))
-            .or_else(|| judged.embedding_judge.clone())
-            .unwrap_or_default();
-        let first = judge.split('+').next().unwrap_or_default().to_string();
-        let settings = config.options.judges.get(&first);
         let model = settings
             .and_then(|s| s.get("model"))
             .and_then(|m| m.as_str())
@@ -650,7 +673,45 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
         out,
         "Total: up to {total_calls} judge calls and {total_embeds} embedding requests, ~{total_tokens} input tokens, ~${total_cost:.4} for input tokens (estimate: 4 characters a token, the gold context standing in for the context; cached calls are not sent)."
     )?;
+    if local_criteria > 0 {
+        writeln!(
+            out,
+            "{local_criteria} criteria use only local models (not in the total)."
+        )?;
+    }
     Ok(exit_codes::SUCCESS)
+}
+
+/// The judges an evaluator calls (LLM judges, then its embedding judge), `None` when it calls
+/// none: Rubrex's claim-support evaluators call theirs only with `judge:`.
+fn dry_run_judges(ev: &EvaluatorOptions) -> Option<Vec<String>> {
+    match ev {
+        EvaluatorOptions::ContextSupport(o)
+        | EvaluatorOptions::TaskAcceptance(o)
+        | EvaluatorOptions::StaleEvidence(o) => o.judge.clone().map(|j| vec![j]),
+        _ => ev.judged().map(|j| {
+            j.llm_judges()
+                .into_iter()
+                .chain(j.embedding_judge.clone())
+                .collect()
+        }),
+    }
+}
+
+/// The most judge calls, embedding requests and input tokens of `ev` on one case: judged
+/// evaluators by their metric; Rubrex's claim support as up to two faithfulness checks (the
+/// whole context, then its current passages; records with claim annotations make none).
+fn dry_run_case(ev: &EvaluatorOptions, case: &Case) -> (u64, u64, u64) {
+    match ev.judged() {
+        Some(judged) => oloproof_engine::judged::dry_run_estimate(ev, judged, case),
+        None => {
+            let options = JudgedOptions::default();
+            let faithfulness = EvaluatorOptions::Faithfulness(options.clone());
+            let (c, e, t) =
+                oloproof_engine::judged::dry_run_estimate(&faithfulness, &options, case);
+            (2 * c, 2 * e, 2 * t)
+        }
+    }
 }
 
 fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {

@@ -154,6 +154,25 @@ fn dry_run_and_cost_cap() {
         "{out}"
     );
     assert_eq!(server.request_count(), 0, "a dry run sends nothing");
+
+    // Rubrex's claim support with a judge: up to two faithfulness checks (2 calls each) a case.
+    let (_tmp2, rubrex) = project_with_judge(
+        &server,
+        "  - {type: context_support, judge: default}\n  - {type: task_acceptance}\n",
+    );
+    let dry = oloproof_env(&rubrex, &["run", ".", "--dry-run"], &[(KEY_ENV, KEY)]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    let out = stdout(&dry);
+    assert!(
+        out.contains("context_support (judge default, judge-model-1): up to 16 judge calls"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("task_acceptance"),
+        "no judge, no calls: {out}"
+    );
+    assert!(out.contains("Total: up to 20 judge calls"), "{out}");
+    assert_eq!(server.request_count(), 0, "a dry run sends nothing");
     assert!(!dir.join(".oloproof/oloproof.db").exists() || server.request_count() == 0);
 
     // A cap below one call's cost stops after the first judged cases; the run is resumable.

@@ -114,6 +114,31 @@ fn offline_example_and_claim_support_calibration() {
         &env,
     );
     assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+    // A dry run of local models: nothing is sent and nothing costs; no LLM calls are counted.
+    let dry = oloproof_env(
+        &dir,
+        &["run", ".", "--config", "oloproof.local.yaml", "--dry-run"],
+        &env,
+    );
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    let out = stdout(&dry);
+    for criterion in [
+        "semantic_similarity",
+        "question_similarity",
+        "faithful_offline",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "{criterion} (judge mini, local embedding model): runs in-process"
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains("Total: up to 0 judge calls"), "{out}");
+    assert!(
+        out.contains("3 criteria use only local models (not in the total)."),
+        "{out}"
+    );
     let o = oloproof_env(
         &dir,
         &[

@@ -119,7 +119,7 @@ pub type EmbedFn<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Vec<f32>>, JudgeError
 /// | `context_recall` | 1 | 0 |
 /// | `factual_correctness` | 4 | 0 |
 /// | `answer_correctness` | 4 | 1 |
-/// | `semantic_similarity`, `question_similarity` | 0 | 1 |
+/// | `semantic_similarity`, `question_similarity`, `claim_support` | 0 | 1 |
 /// | `noise_sensitivity` | 5 | 0 |
 /// | `groundedness_judge`, `citation_support_judge`, `rubric_judge` | 1 | 0 |
 /// | `pairwise_judge` | 2 | 0 |
@@ -134,7 +134,7 @@ pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
         "factual_correctness" => (4, 0),
         "noise_sensitivity" => (5, 0),
         "answer_correctness" => (4, 1),
-        "semantic_similarity" | "question_similarity" => (0, 1),
+        "semantic_similarity" | "question_similarity" | "claim_support" => (0, 1),
         "groundedness_judge" | "citation_support_judge" | "rubric_judge" => (1, 0),
         "citation_recall" | "citation_precision" => (2, 0),
         "pairwise_judge" => (2, 0),

@@ -8,7 +8,9 @@
 //!   normalisation; batches run packed, without padding, through a BERT encoder with fused
 //!   attention, GELU and layer-norm passes between candle's matrix products.
 //! * [`PairClassifier`] — a BERT, RoBERTa (XLM-RoBERTa, CamemBERT) or DeBERTa-v2/v3
-//!   sequence-pair classifier (a cross-encoder or an NLI model), with the entailment label
+//!   sequence-pair classifier (a cross-encoder or an NLI model) in safetensors, or any ONNX
+//!   export run by ONNX Runtime (feature `onnx`, the library loaded from `ORT_DYLIB_PATH`),
+//!   with the entailment label
 //!   from `config.json`'s `id2label` or the options, and long premises scored as the maximum
 //!   over overlapping windows.
 //! * [`ChatModel`] — a GGUF llama-family chat model through candle's quantized llama, with
