@@ -292,3 +292,54 @@ fn run_repeats_reports_agreement_across_repeats() {
     let none = oloproof(&dir, &["run", ".", "--repeats", "0"]);
     assert_eq!(none.status.code(), Some(2));
 }
+
+#[test]
+fn embeddings_are_cached_in_the_store_between_runs() {
+    let server = MockServer::start();
+    let (_tmp, dir) = project_with_judges(
+        &[("default", &server, "judge-model-1")],
+        "  - {type: semantic_similarity, embedding_judge: default}
+  - {type: question_similarity, embedding_judge: default}
+",
+    );
+    let embeddings = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/embeddings"))
+            .count()
+    };
+    let first = run_json(&dir, &["run", ".", "--json"]);
+    let sent = embeddings();
+    assert!(sent > 0, "the first run embeds");
+    // Renamed criteria are evaluated again (their verdicts are not reused), on the same texts:
+    // the vectors come from the store's embedding cache, nothing is sent.
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    let renamed = config
+        .replace(
+            "{type: semantic_similarity, embedding_judge: default}",
+            "{type: semantic_similarity, embedding_judge: default, criterion: sim_again}",
+        )
+        .replace(
+            "{type: question_similarity, embedding_judge: default}",
+            "{type: question_similarity, embedding_judge: default, criterion: qsim_again}",
+        );
+    assert_ne!(renamed, config);
+    std::fs::write(dir.join("oloproof.yaml"), renamed).unwrap();
+    let second = run_json(&dir, &["run", ".", "--json"]);
+    assert_eq!(
+        embeddings(),
+        sent,
+        "the second run's vectors come from the store"
+    );
+    for (name, again) in [
+        ("semantic_similarity", "sim_again"),
+        ("question_similarity", "qsim_again"),
+    ] {
+        assert_eq!(
+            criterion(&first, name)["value"],
+            criterion(&second, again)["value"],
+            "{name}"
+        );
+    }
+}

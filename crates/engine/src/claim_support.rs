@@ -11,7 +11,7 @@
 //! `excluded: no_claims`; a failed model call makes the case `missing`.
 
 use oloproof_judge::ragas::{JudgedScore, Sample};
-use oloproof_judge::{JudgeClient, JudgeError, LocalKind, Provider};
+use oloproof_judge::{JudgeCache, JudgeClient, JudgeError, LocalKind, Provider};
 use oloproof_metrics::rag::claims::{check_claims, context_sentences, cosine, split_claims};
 use serde_json::json;
 
@@ -31,6 +31,7 @@ pub(crate) fn is_pair_classifier(judge: &JudgeClient) -> bool {
 pub fn score(
     judge: Option<&JudgeClient>,
     embedder: Option<&JudgeClient>,
+    cache: &dyn JudgeCache,
     sample: &Sample<'_>,
     threshold: Option<f64>,
 ) -> Result<JudgedScore, JudgeError> {
@@ -68,7 +69,7 @@ pub fn score(
             let sentences = context_sentences(sample.contexts);
             let mut texts = claims.clone();
             texts.extend(sentences.iter().cloned());
-            let vectors = embedder.embed(&texts)?;
+            let vectors = embedder.embed_cached(cache, &texts)?;
             if vectors.len() != texts.len() {
                 return Err(JudgeError::Protocol {
                     judge: embedder.name().to_string(),

@@ -330,7 +330,7 @@ pub fn evaluate(
     };
     let embed_fn = |texts: &[String]| -> Result<Vec<Vec<f32>>, JudgeError> {
         match embedder {
-            Some(e) => e.embed(texts),
+            Some(e) => e.embed_cached(env.cache, texts),
             None => Err(JudgeError::Unsupported {
                 judge: "(none)".into(),
                 message: "embeddings without an embedding judge".into(),
@@ -497,6 +497,7 @@ pub fn evaluate(
             EvaluatorOptions::ClaimSupport(_) => crate::claim_support::score(
                 judge.map(|j| j.as_ref()),
                 embedder.map(|e| e.as_ref()),
+                cache,
                 &sample,
                 judged.threshold,
             ),

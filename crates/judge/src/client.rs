@@ -506,6 +506,57 @@ impl JudgeClient {
         Ok(out)
     }
 
+    /// The embedding cache key of `text`: sha256 of the canonical JSON of the provider, the
+    /// embedding model (`embedding_model`, else `model`), the base URL, the local model's
+    /// content identity (`None` for HTTP providers) and the text.
+    pub fn embedding_key(&self, text: &str) -> String {
+        let model = self
+            .settings
+            .embedding_model
+            .as_deref()
+            .unwrap_or(&self.settings.model);
+        oloproof_core::identity::content_hash(&json!({
+            "kind": "embedding",
+            "provider": self.settings.provider.as_str(),
+            "model": model,
+            "base_url": self.settings.base(),
+            "model_identity": self.model_identity(),
+            "text": text,
+        }))
+    }
+
+    /// [`JudgeClient::embed`] through `cache`: vectors stored under
+    /// [`JudgeClient::embedding_key`] are reused bit for bit, the others are embedded in one
+    /// call (in the order given) and stored. Errors are never stored.
+    pub fn embed_cached(
+        &self,
+        cache: &dyn JudgeCache,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, JudgeError> {
+        let keys: Vec<String> = texts.iter().map(|t| self.embedding_key(t)).collect();
+        let mut out: Vec<Option<Vec<f32>>> = keys
+            .iter()
+            .map(|k| cache.get(k).and_then(|(_, v)| decode_vector(&v)))
+            .collect();
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        if !missing.is_empty() {
+            let todo: Vec<String> = missing.iter().map(|&i| texts[i].clone()).collect();
+            let vectors = self.embed(&todo)?;
+            if vectors.len() != todo.len() {
+                return Err(JudgeError::Protocol {
+                    judge: self.name.clone(),
+                    url: "embeddings".into(),
+                    message: format!("{} vectors for {} texts", vectors.len(), todo.len()),
+                });
+            }
+            for (&i, v) in missing.iter().zip(vectors) {
+                cache.put(&keys[i], "", &encode_vector(&v));
+                out[i] = Some(v);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
     fn record(&self, usage: Usage) {
         let cost = self.cost(usage).unwrap_or(0.0);
         let mut t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
@@ -955,9 +1006,65 @@ fn parse_anthropic(value: &Value) -> Result<Reply, String> {
     })
 }
 
+/// A vector as the embedding cache keeps it: the f32 values' bits, little-endian, in hex
+/// (exact, unlike a decimal round trip through JSON's f64), and the dimension.
+fn encode_vector(v: &[f32]) -> Value {
+    let mut hex = String::with_capacity(v.len() * 8);
+    for x in v {
+        for b in x.to_le_bytes() {
+            hex.push_str(&format!("{b:02x}"));
+        }
+    }
+    json!({"f32le": hex, "dims": v.len()})
+}
+
+/// The vector [`encode_vector`] wrote, or `None` for anything else (then it is embedded again).
+fn decode_vector(v: &Value) -> Option<Vec<f32>> {
+    let hex = v.get("f32le")?.as_str()?;
+    let dims = usize::try_from(v.get("dims")?.as_u64()?).ok()?;
+    if hex.len() != dims * 8 || !hex.is_ascii() {
+        return None;
+    }
+    hex.as_bytes()
+        .chunks_exact(8)
+        .map(|c| {
+            let mut bytes = [0u8; 4];
+            for (k, pair) in c.chunks_exact(2).enumerate() {
+                bytes[k] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+            }
+            Some(f32::from_le_bytes(bytes))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_vectors_round_trip_bit_for_bit() {
+        let v = vec![
+            0.1f32,
+            -0.0,
+            f32::MIN_POSITIVE / 4.0,
+            1.0e-38,
+            -3.402_823_5e38,
+            0.043_829_385,
+        ];
+        let back = decode_vector(&encode_vector(&v)).unwrap();
+        assert_eq!(
+            back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(decode_vector(&encode_vector(&[])), Some(Vec::new()));
+        // Anything else is not a cached vector (it is embedded again).
+        assert_eq!(decode_vector(&json!({"f32le": "zz", "dims": 1})), None);
+        assert_eq!(
+            decode_vector(&json!({"f32le": "00000000", "dims": 2})),
+            None
+        );
+        assert_eq!(decode_vector(&json!([0.5])), None);
+    }
 
     #[test]
     fn redaction_and_error_messages() {

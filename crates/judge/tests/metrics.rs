@@ -453,3 +453,66 @@ fn self_consistency_repeats_are_distinct_calls_and_cached_across_runs() {
     assert!(again.calls.iter().all(|c| c.cached));
     assert_eq!(server.request_count(), 3);
 }
+
+#[test]
+fn embeddings_are_cached_by_model_and_text() {
+    let server = MockServer::start();
+    let j = judge(&server);
+    let cache = MemoryCache::new();
+    let embeds = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/embeddings"))
+            .map(|r| r.body["input"].clone())
+            .collect::<Vec<_>>()
+    };
+    let bits = |v: &[Vec<f32>]| -> Vec<Vec<u32>> {
+        v.iter()
+            .map(|x| x.iter().map(|f| f.to_bits()).collect())
+            .collect()
+    };
+    let texts: Vec<String> = ["refunds", "shipping", "warranty"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let first = j.embed_cached(&cache, &texts).unwrap();
+    assert_eq!(embeds().len(), 1);
+    assert_eq!(cache.len(), 3);
+    // The same texts again: nothing sent, the same bits.
+    let again = j.embed_cached(&cache, &texts).unwrap();
+    assert_eq!(bits(&again), bits(&first));
+    assert_eq!(embeds().len(), 1);
+    // A cached text beside a new one: only the new one is sent, and the order is kept.
+    let mixed = j
+        .embed_cached(&cache, &["warranty".to_string(), "invoices".to_string()])
+        .unwrap();
+    assert_eq!(embeds().len(), 2);
+    assert_eq!(embeds()[1], json!(["invoices"]));
+    assert_eq!(bits(&mixed[..1]), bits(&first[2..]));
+    assert_eq!(
+        mixed,
+        j.embed(&["warranty".into(), "invoices".into()]).unwrap()
+    );
+    // Another embedding model has its own keys.
+    let mut s = JudgeSettings::new(Provider::Openai, &server.base_url(), "judge-model", None);
+    s.embedding_model = Some("other-embedder".into());
+    let other = JudgeClient::new("other", s).unwrap();
+    assert_ne!(other.embedding_key("refunds"), j.embedding_key("refunds"));
+    other.embed_cached(&cache, &texts).unwrap();
+    assert_eq!(cache.len(), 7);
+    // A failed call stores nothing.
+    let dead = JudgeClient::new(
+        "dead",
+        JudgeSettings::new(
+            Provider::Openai,
+            "http://127.0.0.1:9/v1",
+            "judge-model",
+            None,
+        ),
+    )
+    .unwrap()
+    .with_backoff(Duration::from_millis(1), Duration::from_millis(2));
+    assert!(dead.embed_cached(&cache, &["lost".to_string()]).is_err());
+    assert_eq!(cache.len(), 7);
+}
