@@ -257,6 +257,23 @@ pub struct PlainOptions {
     pub criterion: Option<String>,
 }
 
+/// Options of `schema_validity`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaOptions {
+    /// Criterion name (default `schema_validity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The JSON Schema (draft 2020-12) the output must satisfy: written as a path to a JSON
+    /// file (relative to the config's folder) or inline; once the config is loaded, always the
+    /// schema itself, so a changed schema file changes the evaluator's identity.
+    pub schema: Value,
+    /// The output field validated (default `answer`): a string is parsed as JSON first, any
+    /// other JSON value is validated as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
 /// Options of `evidence_coverage` (Rubrex).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
@@ -486,6 +503,8 @@ pub enum EvaluatorOptions {
     CitationPrecision(JudgedOptions),
     /// Share of the answer's named entities and numbers found in the context (no model).
     EntityGrounding(PlainOptions),
+    /// The output (its `answer`, or `field`) parses and validates against a JSON Schema.
+    SchemaValidity(SchemaOptions),
     /// Share of the context passages the answer cites.
     ContextUtilisation(PlainOptions),
     /// Rubrex: every required current passage retrieved (case-level).
@@ -531,6 +550,7 @@ impl EvaluatorOptions {
             EvaluatorOptions::CitationPrecision(_) => "citation_precision",
             EvaluatorOptions::RubricJudge(_) => "rubric_judge",
             EvaluatorOptions::EntityGrounding(_) => "entity_grounding",
+            EvaluatorOptions::SchemaValidity(_) => "schema_validity",
             EvaluatorOptions::ContextUtilisation(_) => "context_utilisation",
             EvaluatorOptions::EvidenceCoverage(_) => "evidence_coverage",
             EvaluatorOptions::ContextSupport(_) => "context_support",
@@ -609,6 +629,10 @@ impl EvaluatorOptions {
                 .criterion
                 .clone()
                 .unwrap_or_else(|| self.type_name().to_string()),
+            EvaluatorOptions::SchemaValidity(o) => o
+                .criterion
+                .clone()
+                .unwrap_or_else(|| self.type_name().to_string()),
             EvaluatorOptions::EvidenceCoverage(o) => o
                 .criterion
                 .clone()
@@ -663,6 +687,7 @@ pub const EVALUATOR_TYPES: &[&str] = &[
     "claim_support",
     "citation_precision",
     "entity_grounding",
+    "schema_validity",
     "context_utilisation",
     "evidence_coverage",
     "context_support",
@@ -785,6 +810,51 @@ pub fn apply_override(value: &mut Value, assignment: &str) -> Result<(), SourceE
     Ok(())
 }
 
+/// Replaces each `schema_validity` evaluator's `schema: PATH` (relative to the config's folder)
+/// by the JSON the file holds; a missing or invalid file is an error at `evaluators[i].schema`.
+fn read_schema_files(
+    doc: &YamlDocument,
+    evaluators: &mut [EvaluatorOptions],
+    dir: &Path,
+) -> Result<(), SourceError> {
+    for (i, ev) in evaluators.iter_mut().enumerate() {
+        let EvaluatorOptions::SchemaValidity(o) = ev else {
+            continue;
+        };
+        let Value::String(file) = &o.schema else {
+            continue;
+        };
+        let path = dir.join(file);
+        let at = format!("evaluators[{i}].schema");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            let mut err = doc.error_at(&at, false, format!("cannot read {}: {e}", path.display()));
+            err.expected = Some(
+                "a JSON Schema file (relative to the config's folder) or the schema inline"
+                    .to_string(),
+            );
+            err
+        })?;
+        o.schema = serde_json::from_str(&text).map_err(|e| {
+            // serde's message ends with its own " at line L column C": said once, up front.
+            let message = e.to_string();
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(message.as_str(), |(m, _)| m);
+            doc.error_at(
+                &at,
+                false,
+                format!(
+                    "{}:{}:{}: not JSON: {message}",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Makes a `provider: local` judge's relative `path` relative to the config's folder, like
 /// every other path of the file (`${VAR}` paths are left for the judge layer to expand, and
 /// `hf://` Hub paths for it to resolve).
@@ -851,6 +921,7 @@ fn load_config_inner(
         dir
     };
     resolve_local_model_paths(&mut options.judges, &dir);
+    read_schema_files(&doc, &mut options.evaluators, &dir)?;
     Ok(ProjectConfig {
         source: doc,
         value,

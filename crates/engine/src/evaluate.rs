@@ -12,8 +12,10 @@ use oloproof_core::config::{
     CitationOptions, EvaluatorOptions, RankOptions, RelevanceUnit, TextMatchOptions,
 };
 use oloproof_core::passage::Retrieval;
+use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::ontology::conformance::SchemaValidator;
 use oloproof_metrics::ranking::query;
 use oloproof_metrics::text;
 use serde_json::{json, Value};
@@ -145,6 +147,12 @@ pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
                 options: options.clone(),
             })
         }
+        EvaluatorOptions::SchemaValidity(o) => Box::new(SchemaCheck {
+            criterion,
+            options: options.clone(),
+            field: o.field.clone().unwrap_or_else(|| "answer".to_string()),
+            validator: SchemaValidator::new(&o.schema).map_err(|e| e.to_string()),
+        }),
         EvaluatorOptions::EvidenceCoverage(_)
         | EvaluatorOptions::ContextSupport(_)
         | EvaluatorOptions::TaskAcceptance(_)
@@ -156,6 +164,90 @@ pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
             judged: other.judged().cloned().unwrap_or_default(),
         }),
     }
+}
+
+/// Structured-output validity: the output's `field` (a string is parsed as JSON first)
+/// validates against the evaluator's JSON Schema (draft 2020-12,
+/// `oloproof_metrics::ontology::conformance`, as `oloproof metric schema_validity`). A pass
+/// or a fail with every violation in the detail; `missing` when the generation failed.
+struct SchemaCheck {
+    criterion: String,
+    options: EvaluatorOptions,
+    field: String,
+    /// The compiled schema, or why it does not compile (checked when the config is
+    /// validated, so a run never starts with one).
+    validator: Result<SchemaValidator, String>,
+}
+
+impl Evaluator for SchemaCheck {
+    fn criterion(&self) -> &str {
+        &self.criterion
+    }
+
+    fn kind(&self) -> SummaryKind {
+        SummaryKind::Proportion
+    }
+
+    fn options(&self) -> &EvaluatorOptions {
+        &self.options
+    }
+
+    fn evaluate(&self, _case: &Case, trace: &Trace) -> CriterionVerdict {
+        if trace.generation.is_none() {
+            return missing(&self.criterion, trace, "the generation");
+        }
+        let validator = match &self.validator {
+            Ok(v) => v,
+            Err(e) => {
+                return verdict(
+                    &self.criterion,
+                    Verdict::Missing {
+                        error: format!("the JSON Schema does not compile: {e}"),
+                    },
+                    Value::Null,
+                )
+            }
+        };
+        let violations = match trace.output_field(&self.field) {
+            Some(Value::String(text)) => validator.check_text(text),
+            Some(value) => validator.violations(value),
+            None => {
+                return verdict(
+                    &self.criterion,
+                    Verdict::pass_if(false),
+                    json!({"field": self.field, "errors": [{"instance_path": "", "schema_path": "(field)", "message": format!("the output has no `{}` field", self.field)}]}),
+                )
+            }
+        };
+        let errors: Vec<Value> = violations
+            .iter()
+            .map(|v| json!({"instance_path": v.instance_path, "schema_path": v.schema_path, "message": v.message}))
+            .collect();
+        verdict(
+            &self.criterion,
+            Verdict::pass_if(violations.is_empty()),
+            json!({"field": self.field, "errors": errors}),
+        )
+    }
+}
+
+/// Checks that every `schema_validity` evaluator's JSON Schema compiles; the error points at
+/// `evaluators[i].schema`.
+pub fn validate_schemas(config: &oloproof_core::config::ProjectConfig) -> Result<(), SourceError> {
+    for (i, ev) in config.options.evaluators.iter().enumerate() {
+        if let EvaluatorOptions::SchemaValidity(o) = ev {
+            if let Err(e) = SchemaValidator::new(&o.schema) {
+                let mut err = config.source.error_at(
+                    &format!("evaluators[{i}].schema"),
+                    false,
+                    format!("not a valid JSON Schema (draft 2020-12): {e}"),
+                );
+                err.expected = Some("a JSON Schema object, inline or in a JSON file".into());
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Model-free checks of the answer against its context: entity grounding and context

@@ -81,8 +81,10 @@ impl JudgeRegistry {
     }
 }
 
-/// Checks `judges:` with source positions (unknown keys, wrong types, bad values).
+/// Checks `judges:` with source positions (unknown keys, wrong types, bad values), and that
+/// every `schema_validity` schema compiles.
 pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<(), SourceError> {
+    crate::evaluate::validate_schemas(config)?;
     let Some(Value::Object(judges)) = config.value.get("judges") else {
         return Ok(());
     };
