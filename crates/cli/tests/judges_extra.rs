@@ -69,15 +69,6 @@ fn wanted(r: &RecordedRequest) -> usize {
     claims.lines().filter(|l| l.starts_with('[')).count()
 }
 
-fn criterion<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["criteria"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["criterion"] == name)
-        .unwrap_or_else(|| panic!("no criterion {name} in {summary}"))
-}
-
 fn run_json(dir: &std::path::Path, args: &[&str]) -> Value {
     let o = oloproof_env(dir, args, &[(KEY_ENV, KEY)]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));

@@ -44,15 +44,6 @@ fn project(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (tmp, dir)
 }
 
-fn criterion<'a>(summary: &'a Value, name: &str) -> &'a Value {
-    summary["criteria"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["criterion"] == name)
-        .unwrap_or_else(|| panic!("no criterion {name} in {summary}"))
-}
-
 #[test]
 fn recorded_answers_are_checked_against_the_schema() {
     let (tmp, dir) = project(

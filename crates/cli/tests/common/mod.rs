@@ -137,3 +137,13 @@ pub fn hash_id(text: &str) -> String {
     let i = text.find("sha256:").expect("a sha256 id");
     text[i..i + 71].to_string()
 }
+
+/// The criterion `name` of a `run --json` summary (panics, showing the summary, when absent).
+pub fn criterion<'a>(summary: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    summary["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["criterion"] == name)
+        .unwrap_or_else(|| panic!("no criterion {name} in {summary}"))
+}
