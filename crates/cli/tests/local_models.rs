@@ -65,6 +65,52 @@ fn model_errors_name_the_file() {
     insta::assert_snapshot!("local_missing_tokenizer", transcript(&o, tmp.path()));
 }
 
+/// An `hf://` path is checked for its form when the config is validated and fetched only
+/// when the model loads: a dry run touches no network (the endpoint here is a closed port),
+/// a malformed path is a located error.
+#[cfg(feature = "local-models")]
+#[test]
+fn hub_paths_are_not_fetched_by_a_dry_run() {
+    let (tmp, dir) = project("tests/systems/echo");
+    let cache = tmp.path().join("hf-cache");
+    let cache = cache.to_str().unwrap();
+    let env = [
+        ("HF_ENDPOINT", "http://127.0.0.1:9"),
+        ("HF_HUB_CACHE", cache),
+        ("HF_HUB_OFFLINE", "0"),
+    ];
+    write_config(
+        &dir,
+        "    provider: local\n    kind: embedding\n    path: hf://org/mini-embedder@main",
+    );
+    let dry = oloproof_env(&dir, &["run", ".", "--dry-run"], &env);
+    assert_eq!(
+        dry.status.code(),
+        Some(0),
+        "{}",
+        transcript(&dry, tmp.path())
+    );
+    assert!(
+        stdout(&dry).contains("claim_support (judge mini, local embedding model)"),
+        "{}",
+        stdout(&dry)
+    );
+    assert!(!tmp.path().join("hf-cache").exists(), "nothing was fetched");
+    // The real run tries the Hub when the model loads, and says it cannot reach it.
+    let run = oloproof_env(&dir, &["run", "."], &env);
+    let text = transcript(&run, tmp.path());
+    assert_ne!(run.status.code(), Some(0), "{text}");
+    assert!(text.contains("hf://org/mini-embedder"), "{text}");
+    write_config(
+        &dir,
+        "    provider: local\n    kind: embedding\n    path: hf://org",
+    );
+    let bad = oloproof_env(&dir, &["run", ".", "--dry-run"], &env);
+    let text = transcript(&bad, tmp.path());
+    assert_eq!(bad.status.code(), Some(2), "{text}");
+    assert!(text.contains("judges.mini.path"), "{text}");
+}
+
 #[cfg(not(feature = "local-models"))]
 #[test]
 fn built_without_local_models() {

@@ -104,9 +104,11 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
         }
         if settings.provider == oloproof_judge::Provider::Local {
             let key = format!("{path}.path");
-            match settings.local_path() {
+            // An `hf://` path is only checked for its form here: it downloads when the model
+            // loads, not on `--dry-run` or a validation.
+            match settings.check_local_path() {
                 Err(message) => return Err(config.source.error_at(&key, false, message)),
-                Ok(p) if !p.exists() => {
+                Ok(Some(p)) if !p.exists() => {
                     let mut err = config.source.error_at(
                         &key,
                         false,

@@ -59,23 +59,32 @@ mod imp {
         }
     }
 
-    /// Resolves the `hf://` path `spec` with the Hub settings of the environment: a GGUF
-    /// file for `kind: generate`, a model folder for the other kinds.
+    /// Checks the `hf://` path `spec` without the network: well formed, and a GGUF file for
+    /// `kind: generate`, a model folder for the other kinds.
+    pub(crate) fn check_hub(spec: &str, kind: Option<LocalKind>) -> Result<(), String> {
+        let file = oloproof_local::hub::HubPath::parse(spec)
+            .map_err(|e| e.to_string())?
+            .file;
+        match (kind, file) {
+            (Some(LocalKind::Generate), None) => Err(format!(
+                "`{spec}`: `kind: generate` takes one GGUF file: hf://ORG/NAME[@REVISION]/FILE.gguf"
+            )),
+            (Some(k), Some(_)) if k != LocalKind::Generate => Err(format!(
+                "`{spec}`: `kind: {}` takes a model folder, hf://ORG/NAME[@REVISION] (a .gguf file is for `kind: generate`)",
+                k.as_str()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Resolves the `hf://` path `spec` ([`check_hub`]) with the Hub settings of the
+    /// environment, downloading what the cache lacks.
     pub(crate) fn resolve_hub(
         spec: &str,
         kind: Option<LocalKind>,
     ) -> Result<std::path::PathBuf, String> {
-        use oloproof_local::hub::{self, HubPath, HubSettings};
-        let file = HubPath::parse(spec).map_err(|e| e.to_string())?.file;
-        match (kind, file) {
-            (Some(LocalKind::Generate), None) => {
-                return Err(format!("`{spec}`: `kind: generate` takes one GGUF file: hf://ORG/NAME[@REVISION]/FILE.gguf"))
-            }
-            (Some(k), Some(_)) if k != LocalKind::Generate => {
-                return Err(format!("`{spec}`: `kind: {}` takes a model folder, hf://ORG/NAME[@REVISION] (a .gguf file is for `kind: generate`)", k.as_str()))
-            }
-            _ => {}
-        }
+        use oloproof_local::hub::{self, HubSettings};
+        check_hub(spec, kind)?;
         hub::resolve(spec, &HubSettings::from_env())
             .map(|r| r.path)
             .map_err(|e| e.to_string())
@@ -193,6 +202,13 @@ mod imp {
         Err(LocalFailure::Load(WITHOUT_LOCAL_MODELS.into()))
     }
 
+    pub(crate) fn check_hub(
+        _spec: &str,
+        _kind: Option<crate::settings::LocalKind>,
+    ) -> Result<(), String> {
+        Err(WITHOUT_LOCAL_MODELS.into())
+    }
+
     pub(crate) fn resolve_hub(
         _spec: &str,
         _kind: Option<crate::settings::LocalKind>,
@@ -223,4 +239,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{load, resolve_hub, LocalModel};
+pub(crate) use imp::{check_hub, load, resolve_hub, LocalModel};

@@ -244,6 +244,27 @@ impl JudgeSettings {
     /// downloading what it lacks (`oloproof_local::hub`; `HF_ENDPOINT`, `HF_HUB_CACHE`,
     /// `HF_TOKEN`, `HF_HUB_OFFLINE` from the environment).
     pub fn local_path(&self) -> Result<std::path::PathBuf, String> {
+        let spec = self.local_spec()?;
+        if spec.starts_with("hf://") {
+            return crate::local::resolve_hub(&spec, self.kind);
+        }
+        Ok(std::path::PathBuf::from(spec))
+    }
+
+    /// The model path checked without the network: `Ok(Some(path))` for a path on disk (which
+    /// may not exist), `Ok(None)` for a well-formed `hf://` path of the right form for `kind`
+    /// (downloaded only when the model loads), an error for an unset `${VAR}` or a malformed
+    /// `hf://` path.
+    pub fn check_local_path(&self) -> Result<Option<std::path::PathBuf>, String> {
+        let spec = self.local_spec()?;
+        if spec.starts_with("hf://") {
+            return crate::local::check_hub(&spec, self.kind).map(|()| None);
+        }
+        Ok(Some(std::path::PathBuf::from(spec)))
+    }
+
+    /// `path` with each `${VAR}` replaced from the environment.
+    fn local_spec(&self) -> Result<String, String> {
         let raw = self.path.as_deref().unwrap_or("");
         let mut out = String::new();
         let mut rest = raw;
@@ -265,10 +286,7 @@ impl JudgeSettings {
             rest = &after[end + 1..];
         }
         out.push_str(rest);
-        if out.starts_with("hf://") {
-            return crate::local::resolve_hub(&out, self.kind);
-        }
-        Ok(std::path::PathBuf::from(out))
+        Ok(out)
     }
 
     /// Checks the values serde cannot: non-empty names, positive limits.
