@@ -665,24 +665,9 @@ pub fn noise_sensitivity(
     ))
 }
 
-/// Cosine similarity; 0 when either vector is zero or their lengths differ.
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
+/// Cosine similarity (`oloproof_metrics`' one implementation); 0 when either vector is zero
+/// or their lengths differ.
+pub use oloproof_metrics::rag::claims::cosine;
 
 fn embed_checked(embed: EmbedFn<'_>, texts: &[String]) -> Result<Vec<Vec<f32>>, JudgeError> {
     let v = embed(texts)?;

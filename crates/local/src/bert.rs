@@ -22,28 +22,11 @@ pub(crate) fn encode_singles<S: AsRef<str> + Sync>(
     texts: &[S],
     max_length: usize,
 ) -> Result<Vec<Encoded>> {
-    let mut tok = tokenizer.clone();
-    tok.with_truncation(Some(tokenizers::TruncationParams {
-        max_length,
-        strategy: tokenizers::TruncationStrategy::LongestFirst,
-        stride: 0,
-        direction: tokenizers::TruncationDirection::Right,
-    }))
-    .map_err(LocalError::inference)?;
-    let inputs: Vec<tokenizers::EncodeInput> = texts
+    let inputs = texts
         .iter()
         .map(|t| tokenizers::EncodeInput::Single(t.as_ref().into()))
         .collect();
-    let encodings = tok
-        .encode_batch(inputs, true)
-        .map_err(LocalError::inference)?;
-    Ok(encodings
-        .into_iter()
-        .map(|e| Encoded {
-            ids: e.get_ids().to_vec(),
-            type_ids: e.get_type_ids().to_vec(),
-        })
-        .collect())
+    encode(tokenizer, inputs, max_length)
 }
 
 /// Tokenises `(first, second)` pairs with special tokens, truncating the longer side first
@@ -51,6 +34,19 @@ pub(crate) fn encode_singles<S: AsRef<str> + Sync>(
 pub(crate) fn encode_pairs(
     tokenizer: &tokenizers::Tokenizer,
     pairs: &[(String, String)],
+    max_length: usize,
+) -> Result<Vec<Encoded>> {
+    let inputs = pairs
+        .iter()
+        .map(|(a, b)| tokenizers::EncodeInput::Dual(a.as_str().into(), b.as_str().into()))
+        .collect();
+    encode(tokenizer, inputs, max_length)
+}
+
+/// Tokenises `inputs` with special tokens, longest-first truncation to `max_length`.
+fn encode(
+    tokenizer: &tokenizers::Tokenizer,
+    inputs: Vec<tokenizers::EncodeInput<'_>>,
     max_length: usize,
 ) -> Result<Vec<Encoded>> {
     let mut tok = tokenizer.clone();
@@ -61,10 +57,6 @@ pub(crate) fn encode_pairs(
         direction: tokenizers::TruncationDirection::Right,
     }))
     .map_err(LocalError::inference)?;
-    let inputs: Vec<tokenizers::EncodeInput> = pairs
-        .iter()
-        .map(|(a, b)| tokenizers::EncodeInput::Dual(a.as_str().into(), b.as_str().into()))
-        .collect();
     let encodings = tok
         .encode_batch(inputs, true)
         .map_err(LocalError::inference)?;

@@ -346,21 +346,23 @@ impl Backend {
         labels: usize,
         threads: Option<usize>,
     ) -> Result<(Backend, String)> {
-        if let Spec::Onnx(_) = spec {
-            return Backend::load_onnx(dir, config_path, labels, threads);
-        }
-        let weights = files::safetensors(dir)?;
-        let root = weights.var_builder();
-        let mismatch = |e| weights.mismatch(config_path, e);
-        let backend = match spec {
-            Spec::Bert(config) => {
+        // The candle networks read `model.safetensors`; its tensors not matching the config
+        // name both files.
+        let candle = |build: &dyn Fn(&files::Weights) -> candle_core::Result<Backend>| {
+            let weights = files::safetensors(dir)?;
+            let backend = build(&weights).map_err(|e| weights.mismatch(config_path, e))?;
+            Ok((backend, weights.sha256.clone()))
+        };
+        match spec {
+            Spec::Onnx(_) => Backend::load_onnx(dir, config_path, labels, threads),
+            Spec::Bert(config) => candle(&|weights| {
+                let root = weights.var_builder();
                 let roberta = crate::encoder::is_roberta(config.model_type.as_deref());
                 let prefix =
                     weights
                         .encoder_prefix()
                         .unwrap_or(if roberta { "roberta" } else { "bert" });
-                let model =
-                    crate::encoder::Encoder::load(root.pp(prefix), config).map_err(mismatch)?;
+                let model = crate::encoder::Encoder::load(root.pp(prefix), config)?;
                 let h = config.hidden_size;
                 let head = root.pp("classifier");
                 let (pooler, classifier) = if roberta {
@@ -368,19 +370,18 @@ impl Backend {
                 } else {
                     (root.pp(prefix).pp("pooler").pp("dense"), head)
                 };
-                Backend::Bert(Box::new(BertHead {
+                Ok(Backend::Bert(Box::new(BertHead {
                     model,
-                    pooler: candle_nn::linear(h, h, pooler).map_err(mismatch)?,
-                    classifier: candle_nn::linear(h, labels, classifier).map_err(mismatch)?,
+                    pooler: candle_nn::linear(h, h, pooler)?,
+                    classifier: candle_nn::linear(h, labels, classifier)?,
                     roberta,
-                }))
-            }
-            Spec::DebertaV2(config) => Backend::DebertaV2(Box::new(
-                crate::deberta::DebertaClassifier::load(root, config, labels).map_err(mismatch)?,
-            )),
-            Spec::Onnx(_) => unreachable!("ONNX graphs are loaded above"),
-        };
-        Ok((backend, weights.sha256.clone()))
+                })))
+            }),
+            Spec::DebertaV2(config) => candle(&|weights| {
+                crate::deberta::DebertaClassifier::load(weights.var_builder(), config, labels)
+                    .map(|m| Backend::DebertaV2(Box::new(m)))
+            }),
+        }
     }
 
     /// Loads the ONNX graph of `dir`, checking that its logits have one column per label of

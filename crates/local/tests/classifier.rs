@@ -2,9 +2,11 @@
 //! itself (safetensors, config.json, a word-level tokenizer.json): shapes, masks and batching
 //! invariance, label mapping, windowing of long premises, and load errors.
 
+mod common;
+
 use std::path::Path;
 
-use oloproof_local::testing::{write_tiny_classifier, MAX_POS, WORDS};
+use oloproof_local::testing::{write_tiny_classifier, MAX_POS};
 use oloproof_local::{ClassifierOptions, LocalError, PairClassifier};
 use serde_json::Value;
 
@@ -161,40 +163,7 @@ fn long_premises_are_windowed_and_scored_by_their_best_window() {
         },
     )
     .unwrap();
-    let premise: String = (0..90)
-        .map(|i| WORDS[(i * 7) % WORDS.len()])
-        .collect::<Vec<_>>()
-        .join(" ");
-    let hypothesis = "the warranty covers two years".to_string();
-    let windows = m.windows(&premise, &hypothesis).unwrap();
-    // 90 premise tokens; 40 - 3 specials - 5 hypothesis tokens = 32 per window, step 26.
-    assert_eq!(windows.len(), 4);
-    let words: Vec<Vec<&str>> = windows.iter().map(|w| w.split(' ').collect()).collect();
-    assert!(words.iter().all(|w| w.len() <= 32));
-    assert_eq!(words[0].len(), 32);
-    // Consecutive windows share 6 tokens, and together they cover the premise.
-    for pair in words.windows(2) {
-        assert_eq!(pair[0][26..], pair[1][..6]);
-    }
-    assert!(premise.starts_with(&windows[0]) && premise.ends_with(windows.last().unwrap()));
-    let scored = m.score(&[(premise.clone(), hypothesis.clone())]).unwrap();
-    assert_eq!(scored[0].windows, 4);
-    let each: Vec<f32> = m
-        .score(
-            &windows
-                .iter()
-                .map(|w| (w.clone(), hypothesis.clone()))
-                .collect::<Vec<_>>(),
-        )
-        .unwrap()
-        .iter()
-        .map(|s| s.score)
-        .collect();
-    let best = each.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    assert!((scored[0].score - best).abs() < 1e-6);
-    assert!((each[scored[0].best_window] - best).abs() < 1e-6);
-    // A short premise is one window.
-    assert_eq!(m.windows("support answers", &hypothesis).unwrap().len(), 1);
+    common::check_windowing(&m);
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! BERT, DeBERTa and RoBERTa classifiers against those `transformers` computed (the committed
 //! fixture of `bench/classifier_reference.sh`).
 
+mod common;
+
 use std::path::Path;
 
 use oloproof_local::testing::{
@@ -279,40 +281,7 @@ fn long_premises_are_windowed_and_scored_by_their_best_window() {
             ..ClassifierOptions::default()
         },
     );
-    let premise: String = (0..90)
-        .map(|i| WORDS[(i * 7) % WORDS.len()])
-        .collect::<Vec<_>>()
-        .join(" ");
-    let hypothesis = "the warranty covers two years".to_string();
-    let windows = m.windows(&premise, &hypothesis).unwrap();
-    // 90 premise tokens; 40 - 3 specials ([CLS] A [SEP] B [SEP]) - 5 = 32 per window, step 26.
-    assert_eq!(windows.len(), 4);
-    let words: Vec<Vec<&str>> = windows.iter().map(|w| w.split(' ').collect()).collect();
-    assert!(words.iter().all(|w| w.len() <= 32));
-    assert_eq!(words[0].len(), 32);
-    for pair in words.windows(2) {
-        assert_eq!(pair[0][26..], pair[1][..6]);
-    }
-    assert!(premise.starts_with(&windows[0]) && premise.ends_with(windows.last().unwrap()));
-    let scored = m.score(&[(premise.clone(), hypothesis.clone())]).unwrap();
-    assert_eq!(scored[0].windows, 4);
-    let each: Vec<f32> = m
-        .score(
-            &windows
-                .iter()
-                .map(|w| (w.clone(), hypothesis.clone()))
-                .collect::<Vec<_>>(),
-        )
-        .unwrap()
-        .iter()
-        .map(|s| s.score)
-        .collect();
-    // The windows do not all score the same, so the maximum is a real choice.
-    assert!(each.iter().any(|s| (s - each[0]).abs() > 1e-4), "{each:?}");
-    let best = each.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    assert!((scored[0].score - best).abs() < 1e-6);
-    assert!((each[scored[0].best_window] - best).abs() < 1e-6);
-    assert_eq!(m.windows("support answers", &hypothesis).unwrap().len(), 1);
+    common::check_windowing(&m);
 }
 
 #[test]

@@ -4,18 +4,8 @@
 mod common;
 
 use oloproof_local::{EmbedderOptions, LocalError, Pooling, SentenceEmbedder};
+use oloproof_metrics::rag::claims::cosine;
 use serde_json::Value;
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    dot / (na * nb)
-}
 
 fn fixture() -> Value {
     let text = std::fs::read_to_string(concat!(

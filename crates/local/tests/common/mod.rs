@@ -59,3 +59,47 @@ pub fn smollm2_gguf() -> Option<PathBuf> {
     );
     Some(path)
 }
+
+/// Windowing of a long premise by a tiny test classifier (40 positions, three special tokens
+/// per pair, `window_overlap: 6`): 90 premise tokens beside a 5-token hypothesis make four
+/// windows of at most 32 tokens, stepping by 26 and covering the premise; the pair scores as
+/// its best window, which is a real choice (the windows do not all score alike); a short
+/// premise is one window.
+#[track_caller]
+pub fn check_windowing(m: &oloproof_local::PairClassifier) {
+    use oloproof_local::testing::WORDS;
+    let premise: String = (0..90)
+        .map(|i| WORDS[(i * 7) % WORDS.len()])
+        .collect::<Vec<_>>()
+        .join(" ");
+    let hypothesis = "the warranty covers two years".to_string();
+    let windows = m.windows(&premise, &hypothesis).unwrap();
+    // 90 premise tokens; 40 - 3 specials - 5 hypothesis tokens = 32 per window, step 26.
+    assert_eq!(windows.len(), 4);
+    let words: Vec<Vec<&str>> = windows.iter().map(|w| w.split(' ').collect()).collect();
+    assert!(words.iter().all(|w| w.len() <= 32));
+    assert_eq!(words[0].len(), 32);
+    // Consecutive windows share 6 tokens, and together they cover the premise.
+    for pair in words.windows(2) {
+        assert_eq!(pair[0][26..], pair[1][..6]);
+    }
+    assert!(premise.starts_with(&windows[0]) && premise.ends_with(windows.last().unwrap()));
+    let scored = m.score(&[(premise.clone(), hypothesis.clone())]).unwrap();
+    assert_eq!(scored[0].windows, 4);
+    let each: Vec<f32> = m
+        .score(
+            &windows
+                .iter()
+                .map(|w| (w.clone(), hypothesis.clone()))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap()
+        .iter()
+        .map(|s| s.score)
+        .collect();
+    assert!(each.iter().any(|s| (s - each[0]).abs() > 1e-4), "{each:?}");
+    let best = each.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    assert!((scored[0].score - best).abs() < 1e-6);
+    assert!((each[scored[0].best_window] - best).abs() < 1e-6);
+    assert_eq!(m.windows("support answers", &hypothesis).unwrap().len(), 1);
+}

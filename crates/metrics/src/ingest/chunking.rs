@@ -417,8 +417,12 @@ impl Coherence {
     }
 }
 
-/// Cosine similarity of two vectors, accumulated in `f64`; 0 when either is all zeros.
+/// Cosine similarity of two vectors, accumulated in `f64`; 0 when either is all zeros or
+/// their lengths differ (vectors of two models never compare).
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
     let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
     for (x, y) in a.iter().zip(b) {
         let (x, y) = (f64::from(*x), f64::from(*y));
