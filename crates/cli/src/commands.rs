@@ -236,6 +236,8 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     if args.dry_run {
         return dry_run(&config);
     }
+    // Ctrl-C / SIGTERM from here on: the run is marked interrupted, with how to resume.
+    crate::interrupt::watch(config.store_path());
     let sample = config.options.sample.filter(|_| args.resume.is_none());
     let mut sample_line = None;
     let mut take_sample = |ids: Vec<&str>| -> std::collections::HashSet<String> {
@@ -313,7 +315,17 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         return Ok(exit_codes::INCOMPLETE);
     }
     if outcome.incomplete() {
-        let mut err = std::io::stderr().lock();
+        write_incomplete(&outcome)?;
+        return Ok(exit_codes::INCOMPLETE);
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+/// Says on stderr why a finished run is incomplete (exit 4): system errors above
+/// `--max-error-rate`, and each criterion missing on more than that share of its cases.
+pub(crate) fn write_incomplete(outcome: &oloproof_engine::run::RunOutcome) -> std::io::Result<()> {
+    let mut err = std::io::stderr().lock();
+    if outcome.error_rate > outcome.max_error_rate {
         writeln!(
             err,
             "error: {} of {} cases ended in an error ({:.1}%), above the allowed {:.1}% (--max-error-rate); exit 4",
@@ -322,9 +334,32 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
             outcome.error_rate * 100.0,
             outcome.max_error_rate * 100.0
         )?;
-        return Ok(exit_codes::INCOMPLETE);
     }
-    Ok(exit_codes::SUCCESS)
+    for c in &outcome.summary.incomplete_criteria {
+        writeln!(
+            err,
+            "error: criterion `{}` is missing on {} of {} cases ({:.1}%), above the allowed {:.1}% (--max-error-rate): a missing verdict (a judge that failed, an error) is never a pass; `oloproof show {} --case ID` shows why; exit 4",
+            c.criterion,
+            c.missing,
+            c.cases,
+            c.share() * 100.0,
+            c.max_error_rate * 100.0,
+            outcome.run_id
+        )?;
+    }
+    Ok(())
+}
+
+/// The path of the run store (which may not exist yet), found from `--config`, a project
+/// folder or the current directory. Only the config's `store:` is read: a folder whose config
+/// has neither `system:` nor `dataset:` (after `run --dataset` from it) still has runs to show.
+pub(crate) fn store_path(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<PathBuf, CliError> {
+    Ok(oloproof_core::config::store_path_of(&config_path(
+        location, dir,
+    )?)?)
 }
 
 /// The path of an existing run store, found from `--config`, a project folder or the current
@@ -333,7 +368,7 @@ pub(crate) fn existing_store_path(
     location: &ConfigLocation,
     dir: Option<&Path>,
 ) -> Result<PathBuf, CliError> {
-    let path = load(location, dir, &[])?.store_path();
+    let path = store_path(location, dir)?;
     if !path.exists() {
         return Err(CliError::Usage(format!(
             "no run store at {} yet; start a run with `oloproof run`",
@@ -581,21 +616,20 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
 
 /// `oloproof run --dry-run`: judge calls and estimated tokens, nothing sent.
 fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
-    let cases: Vec<Case> = match config.dataset_path() {
-        Some(path) => load_dataset(&path, None)
-            .map_err(EngineError::from)?
-            .records
-            .into_iter()
-            .map(|r| r.case)
-            .collect(),
+    let dataset = match config.dataset_path() {
+        Some(path) => Some(load_dataset(&path, None).map_err(EngineError::from)?),
+        None => None,
+    };
+    let mut cases: Vec<Case> = match &dataset {
+        Some(d) => d.records.iter().map(|r| r.case.clone()).collect(),
         None => load_cases(&config.cases_path()).map_err(EngineError::from)?,
     };
-    let mut cases = cases;
     if let Some(sample) = config.options.sample {
         let chosen =
             oloproof_engine::run::sample_case_ids(cases.iter().map(|c| c.id.as_str()), sample);
         cases.retain(|c| chosen.contains(&c.id));
     }
+    let cached = oloproof_engine::dry_run::cached_judgments(config, &cases, dataset.as_ref())?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -606,9 +640,11 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
     let mut total_embeds = 0u64;
     let mut total_tokens = 0u64;
     let mut total_cost = 0.0f64;
+    let mut priced = false;
+    let mut total_cached = 0u64;
     let mut local_criteria = 0usize;
     let mut any = false;
-    for ev in &config.options.evaluators {
+    for (ev, cached) in config.options.evaluators.iter().zip(&cached) {
         let Some(names) = dry_run_judges(ev) else {
             continue;
         };
@@ -640,7 +676,7 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
             continue;
         }
         let (mut calls, mut embeds, mut tokens) = (0u64, 0u64, 0u64);
-        for case in &cases {
+        for case in cases.iter().filter(|c| !cached.contains(&c.id)) {
             let (c, e, t) = dry_run_case(ev, case);
             calls += c;
             embeds += e;
@@ -658,9 +694,20 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
         total_embeds += embeds;
         total_tokens += tokens;
         total_cost += cost.unwrap_or(0.0);
+        priced |= cost.is_some();
+        total_cached += cached.len() as u64;
+        let cached_note = if cached.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} of {} cases already judged in the judgment cache, not counted)",
+                cached.len(),
+                cases.len()
+            )
+        };
         writeln!(
             out,
-            "  {} (judge {judge}, {model}): up to {calls} judge calls, {embeds} embedding requests, ~{tokens} input tokens{}",
+            "  {} (judge {judge}, {model}): up to {calls} judge calls, {embeds} embedding requests, ~{tokens} input tokens{}{cached_note}",
             ev.criterion(),
             cost.map(|c| format!(", ~${c:.4} input")).unwrap_or_default()
         )?;
@@ -669,9 +716,19 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
         writeln!(out, "No judged criteria: this run makes no judge calls.")?;
         return Ok(exit_codes::SUCCESS);
     }
+    let cost = if priced {
+        format!("~${total_cost:.4} for input tokens")
+    } else {
+        "no prices configured (add `prices: {input_per_mtok: …, output_per_mtok: …}` to a judge for a cost)".to_string()
+    };
+    let cached_note = if total_cached > 0 {
+        format!("; {total_cached} judgments are already in the judgment cache and not counted")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "Total: up to {total_calls} judge calls and {total_embeds} embedding requests, ~{total_tokens} input tokens, ~${total_cost:.4} for input tokens (estimate: 4 characters a token, the gold context standing in for the context; cached calls are not sent)."
+        "Total: up to {total_calls} judge calls and {total_embeds} embedding requests, ~{total_tokens} input tokens, {cost} (estimate: 4 characters a token, the gold context standing in for the context; cached calls are not sent{cached_note})."
     )?;
     if local_criteria > 0 {
         writeln!(

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oloproof_core::config::ConfigError;
-use oloproof_engine::gate::{evaluate_gate, GatePolicy, GateVerdict};
+use oloproof_engine::gate::{evaluate_gate, Gate, GatePolicy};
 use oloproof_engine::history::{read_history, GitInfo};
 
 use crate::cli::ConfigLocation;
@@ -90,7 +90,7 @@ pub(crate) fn gate(args: GateArgs) -> Result<u8, CliError> {
     }
     out.flush()?;
     Ok(match report.gate {
-        GateVerdict::Pass => exit_codes::SUCCESS,
-        GateVerdict::Fail => exit_codes::GATE_BLOCKED,
+        Gate::Pass => exit_codes::SUCCESS,
+        Gate::Block => exit_codes::GATE_BLOCKED,
     })
 }

@@ -3,7 +3,8 @@
 //!
 //! The history file is `--file` (`--history` on `run` and `gate`), else `history:` in
 //! `oloproof.yaml` (relative to its folder); there is no implicit default, so a run appends
-//! nothing unless one of them names a file. The git commit and branch come from `git rev-parse`
+//! nothing unless one of them names a file. Without a file, `oloproof history` (and `--plot`)
+//! reads the store's finished runs, newest last, with unknown commits. The git commit and branch come from `git rev-parse`
 //! in the project's folder; outside a repository (or without git) they are `null`. `history
 //! append` with one run records the current commit (the CI step right after the run); with
 //! several runs it back-fills older runs, whose commits it cannot know, as `null`.
@@ -184,14 +185,26 @@ pub(crate) fn history(args: HistoryArgs) -> Result<u8, CliError> {
         Some(_) => None,
         None => Some(load(&args.location, args.dir.as_deref(), &[])?),
     };
-    let path = history_path(args.file.as_deref(), config.as_ref()).ok_or_else(no_history_error)?;
-    let entries = read_history(&path)?.ok_or_else(|| {
-        CliError::Usage(format!(
-            "no history at {} yet; `oloproof run --history {}` or `oloproof history append RUN_ID` writes it",
-            path.display(),
-            path.display()
-        ))
-    })?;
+    let entries = match history_path(args.file.as_deref(), config.as_ref()) {
+        Some(path) => read_history(&path)?.ok_or_else(|| {
+            CliError::Usage(format!(
+                "no history at {} yet; `oloproof run --history {}` or `oloproof history append RUN_ID` writes it",
+                path.display(),
+                path.display()
+            ))
+        })?,
+        // No history file configured: the finished runs of the store, newest last.
+        None => {
+            let entries = store_history(&args.location, args.dir.as_deref())?;
+            writeln!(
+                std::io::stderr().lock(),
+                "History: {} run{} from the store (no history file; add `history: FILE` to oloproof.yaml to keep the history, with commits, across stores)",
+                entries.len(),
+                if entries.len() == 1 { "" } else { "s" }
+            )?;
+            entries
+        }
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(
@@ -213,6 +226,28 @@ pub(crate) fn history(args: HistoryArgs) -> Result<u8, CliError> {
         )?;
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// The history lines of the store's finished top-level runs (not diagnoses' child runs),
+/// oldest first; their commits are unknown (`null`).
+fn store_history(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<Vec<HistoryEntry>, CliError> {
+    let path = crate::commands::store_path(location, dir)?;
+    if !path.exists() {
+        return Err(CliError::Usage(format!(
+            "no history yet: no history file is configured and there is no run store at {}; run `oloproof run` first (its runs are the history), or pass --file FILE / add `history: .oloproof/history.jsonl` to oloproof.yaml to keep one",
+            path.display()
+        )));
+    }
+    let store = SqliteStore::open(&path)?;
+    let mut runs = store.list_runs()?;
+    runs.reverse();
+    runs.into_iter()
+        .filter(|r| r.parent.is_none() && r.status != "running" && r.status != "interrupted")
+        .map(|r| entry_of(&store, &r.id, GitInfo::default()))
+        .collect()
 }
 
 fn append(args: AppendArgs) -> Result<u8, CliError> {

@@ -32,12 +32,12 @@ fn the_examples_gate_passes_on_the_value_and_fails_on_the_bound() {
     let answers = line("│ answer_correct ");
     assert!(answers[0].contains("PASS") && answers[0].contains("69.2%"));
     assert!(answers[1].contains("FAIL") && answers[1].contains("38.5%"));
-    assert!(out.ends_with("Gate: FAIL (exit 3) · 1 of 4 thresholds failed\n"));
+    assert!(out.ends_with("Gate: BLOCK (exit 3) · 1 of 4 thresholds failed\n"));
 
     let json = oloproof(&dir, &["gate", &run, "--policy", "gate.yaml", "--json"]);
     assert_eq!(json.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(v["gate"], "FAIL");
+    assert_eq!(v["gate"], "BLOCK");
     assert_eq!(v["run_id"], serde_json::json!(run));
     let t = &v["thresholds"];
     assert_eq!(t[0]["verdict"], "PASS");

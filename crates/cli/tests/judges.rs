@@ -102,7 +102,13 @@ fn judged_runs_cache_and_missing_key() {
         &dir,
         &["run", ".", "--set", "judges.default.model=judge-model-3"],
     );
-    assert_eq!(keyless.status.code(), Some(0));
+    // … and a criterion missing on every case makes the run incomplete (exit 4).
+    assert_eq!(keyless.status.code(), Some(4), "{}", stderr(&keyless));
+    assert!(
+        stderr(&keyless).contains("criterion `groundedness_judge` is missing on 4 of 4 cases"),
+        "{}",
+        stderr(&keyless)
+    );
     let out = stdout(&keyless);
     assert!(out.contains("│ groundedness_judge │ —"), "{out}");
     assert!(

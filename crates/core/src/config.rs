@@ -880,6 +880,33 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
     load_config_inner(path, overrides, None)
 }
 
+/// The run store of the config at `path` (its `store:` key, else `.oloproof/oloproof.db`,
+/// relative to its folder), read without validating the rest of the file: commands that only
+/// read stored runs (`runs`, `show`, `report`, `history`…) need no `system:` or `dataset:`.
+/// A `store:` that is not a string is a located error.
+pub fn store_path_of(path: &Path) -> Result<PathBuf, ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let doc = YamlDocument::parse(&shown, &text)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match doc.value.get("store") {
+        None | Some(Value::Null) => Ok(dir.join(".oloproof/oloproof.db")),
+        Some(Value::String(s)) => Ok(dir.join(s)),
+        Some(_) => {
+            let mut err = doc.error_at("store", true, "wrong type: `store` must be a path");
+            err.expected =
+                Some("a path relative to the config's folder, e.g. .oloproof/oloproof.db".into());
+            Err(err.into())
+        }
+    }
+}
+
 /// Loads `path` like [`load_config`], but evaluates the recorded `dataset` (`run --dataset`)
 /// instead of the file's `system:`/`dataset:` (its `cases:` is ignored too).
 pub fn load_config_for_dataset(

@@ -501,8 +501,9 @@ pub enum Gate {
     /// Every decision passed.
     #[serde(rename = "PASS")]
     Pass,
-    /// At least one decision did not pass.
-    #[serde(rename = "BLOCK")]
+    /// At least one decision did not pass. (Gate reports written before one vocabulary was
+    /// chosen for every gating command said `FAIL`; they read back as `BLOCK`.)
+    #[serde(rename = "BLOCK", alias = "FAIL")]
     Block,
 }
 

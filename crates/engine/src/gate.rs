@@ -17,7 +17,8 @@
 //! **Never passes on nothing.** The pass condition is tested once, `bound ≥ min` (or
 //! `bound ≤ max`), and everything else fails: a criterion with no observed value, no interval, a
 //! bound that is not finite, or more missing cases than `max_missing_rate` allows (default 0: one
-//! failed judge call fails the gate, the tutorial's `skipna=False`) is `FAIL` with its reason.
+//! failed judge call fails the gate, the tutorial's `skipna=False`) is `FAIL` with its reason, and
+//! one failed threshold makes the gate `BLOCK` (exit 3), the word `compare` uses for its gate.
 //!
 //! **Intervals.** `on: lower_bound | upper_bound` reads a 95 % interval. Pass/fail criteria (and
 //! rates whose values are all 0 or 1) use Clopper–Pearson by default, as the run summary does, or
@@ -38,6 +39,7 @@
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
 use serde::{Deserialize, Serialize};
 
+pub use crate::compare::Gate;
 use crate::evaluate::SummaryKind;
 use crate::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
 use crate::summary::{CONFIDENCE, PROPORTION_STEP};
@@ -313,7 +315,8 @@ impl GatePolicy {
 // Results
 // ----------------------------------------------------------------------------------------------
 
-/// PASS or FAIL.
+/// One threshold's verdict: PASS or FAIL (the gate over all of them is a [`Gate`]: PASS or
+/// BLOCK).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum GateVerdict {
@@ -401,8 +404,9 @@ pub struct GateReport {
     pub max_missing_rate: f64,
     /// Every threshold, in policy order.
     pub thresholds: Vec<ThresholdResult>,
-    /// PASS when every threshold passes.
-    pub gate: GateVerdict,
+    /// `PASS` when every threshold passes, else `BLOCK`: the same outcome, in the same words,
+    /// as `compare`'s gate.
+    pub gate: Gate,
 }
 
 /// A criterion's numbers, possibly pooled over several runs.
@@ -580,9 +584,9 @@ pub fn evaluate_gate(
         results.push(decide(t, numbers, pooled, max_missing));
     }
     let gate = if results.iter().all(|r| r.verdict == GateVerdict::Pass) {
-        GateVerdict::Pass
+        Gate::Pass
     } else {
-        GateVerdict::Fail
+        Gate::Block
     };
     GateReport {
         run_id: current.run_id.clone(),
@@ -766,7 +770,7 @@ mod tests {
         assert_eq!(t[2].compared, Some(0.423));
         assert_eq!(t[3].verdict, GateVerdict::Fail);
         assert_eq!(t[3].reasons, ["above_max"]);
-        assert_eq!(r.gate, GateVerdict::Fail);
+        assert_eq!(r.gate, Gate::Block);
     }
 
     #[test]
@@ -800,7 +804,7 @@ mod tests {
         // With an allowance, the share of 1/13 is within it.
         let p =
             policy("thresholds:\n  - {criterion: some_missing, min: 0.5}\nmax_missing_rate: 0.1\n");
-        assert_eq!(evaluate_gate(&p, "g", &run, &[]).gate, GateVerdict::Pass);
+        assert_eq!(evaluate_gate(&p, "g", &run, &[]).gate, Gate::Pass);
     }
 
     #[test]

@@ -596,17 +596,50 @@ pub fn evaluate(
                 ),
             }
         }
-        Err(e) => verdict(
-            Verdict::Missing {
-                error: format!(
-                    "judge {}: {}: {e}",
-                    judge_name.unwrap_or_default(),
-                    e.kind()
+        Err(e) => {
+            let mut detail = json!({
+                "judge": judge_name,
+                "failed_call": failure_detail(
+                    &e,
+                    judge_name
+                        .as_deref()
+                        .and_then(|n| env.judges.client(n))
+                        .map(|c| c.as_ref())
                 ),
-            },
-            Value::Null,
-        ),
+            });
+            if !tagged_calls.is_empty() {
+                // An ensemble's judges that answered before one failed: their calls were
+                // made (and billed) all the same.
+                detail["calls"] = Value::Array(tagged_calls);
+            }
+            verdict(
+                Verdict::Missing {
+                    error: format!(
+                        "judge {}: {}: {e}",
+                        judge_name.unwrap_or_default(),
+                        e.kind()
+                    ),
+                },
+                detail,
+            )
+        }
     }
+}
+
+/// What a missing verdict keeps of the judge call that failed: the error's kind and message,
+/// the HTTP requests made, the last raw reply when there was one, and the tokens billed for
+/// unusable replies (counted in the run's judge usage as a failed call).
+pub(crate) fn failure_detail(e: &JudgeError, judge: Option<&JudgeClient>) -> Value {
+    let usage = e.usage();
+    json!({
+        "kind": e.kind(),
+        "error": e.to_string(),
+        "attempts": e.attempts(),
+        "raw": e.raw(),
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost_usd": judge.and_then(|j| j.cost(usage)),
+    })
 }
 
 /// Judge calls (upper bound) and estimated input tokens of one judged evaluator on one case,

@@ -14,6 +14,7 @@ pub mod calibrate;
 pub mod claim_support;
 pub mod compare;
 pub mod diagnose;
+pub mod dry_run;
 pub mod error;
 pub mod evaluate;
 pub mod execute;

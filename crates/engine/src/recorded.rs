@@ -21,16 +21,9 @@ use crate::settings::{
 };
 use crate::EngineError;
 
-/// Starts a new run of `config` over the recorded `records` (`config.options.dataset` names
-/// the file they came from).
-pub fn start_recorded_run(
-    config: &ProjectConfig,
-    records: &Dataset,
-    flags: RunFlags,
-    observer: &mut dyn RunObserver,
-) -> Result<RunOutcome, EngineError> {
-    let store_path = config.store_path();
-    let mut store = SqliteStore::open(&store_path)?;
+/// The system identity of a recorded dataset: the file's name, `sha256:` and the first 12 hex
+/// digits of its hash as the version, and the longest recorded retrieval as depth and top-k.
+pub(crate) fn dataset_system(config: &ProjectConfig, records: &Dataset) -> SystemSettings {
     let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
     let name = path
         .file_name()
@@ -43,7 +36,7 @@ pub fn start_recorded_run(
         .max()
         .unwrap_or(0)
         .max(1);
-    let system = SystemSettings {
+    SystemSettings {
         name,
         version: format!("sha256:{}", &records.sha256[..12.min(records.sha256.len())]),
         depth,
@@ -51,7 +44,21 @@ pub fn start_recorded_run(
         token_budget: None,
         index_version: None,
         params: Default::default(),
-    };
+    }
+}
+
+/// Starts a new run of `config` over the recorded `records` (`config.options.dataset` names
+/// the file they came from).
+pub fn start_recorded_run(
+    config: &ProjectConfig,
+    records: &Dataset,
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let store_path = config.store_path();
+    let mut store = SqliteStore::open(&store_path)?;
+    let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
+    let system = dataset_system(config, records);
     let settings = RunSettings {
         config_path: config.path.clone(),
         config_dir: config.dir.clone(),

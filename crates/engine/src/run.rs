@@ -39,9 +39,10 @@ pub trait RunObserver {
     fn started(&mut self, run_id: &str, total: u64, pending: u64) {
         let _ = (run_id, total, pending);
     }
-    /// One case finished.
-    fn case_done(&mut self, trace: &Trace, errors: u64) {
-        let _ = (trace, errors);
+    /// One case finished and was committed; `errors` cases so far ended in a system error,
+    /// and `missing` verdicts so far are missing (a failed judge call, an error).
+    fn case_done(&mut self, trace: &Trace, errors: u64, missing: u64) {
+        let _ = (trace, errors, missing);
     }
 }
 
@@ -63,9 +64,10 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// Whether errors exceed the allowed rate (exit code 4).
+    /// Whether system errors exceed the allowed rate, or a criterion is missing on more than
+    /// that share of its cases ([`RunSummary::incomplete_criteria`]): exit code 4.
     pub fn incomplete(&self) -> bool {
-        self.error_rate > self.max_error_rate
+        self.error_rate > self.max_error_rate || !self.summary.incomplete_criteria.is_empty()
     }
 }
 
@@ -471,6 +473,38 @@ struct Finished {
     judgment: crate::summary::HitMiss,
 }
 
+/// The content identity of an executed trace (its retrieval, context and generation), part of
+/// every judgment key.
+pub(crate) fn trace_content(trace: &Trace) -> String {
+    content_hash(&json!({
+        "retrieval": trace.retrieval,
+        "context": trace.context,
+        "generation": trace.generation,
+    }))
+}
+
+/// The judgment cache key of evaluator `e` on one executed case: sha256 of the evaluator's
+/// options, the identities of the judges it calls, the case's id and expectations, the
+/// execution key and the trace's [`trace_content`].
+pub(crate) fn judgment_key(
+    e: &dyn Evaluator,
+    judges: &crate::judged::JudgeRegistry,
+    exec: &str,
+    case: &Case,
+    content: &str,
+) -> String {
+    let identities: Vec<serde_json::Value> =
+        e.judge_names().iter().map(|n| judges.identity(n)).collect();
+    content_hash(&json!({
+        "layer": layer::JUDGMENT,
+        "evaluator": e.options(),
+        "judges": identities,
+        "case": {"id": case.id, "expected": case.expected},
+        "execution": exec,
+        "content": content,
+    }))
+}
+
 /// Judges one executed case, through the judgment cache.
 #[allow(clippy::too_many_arguments)]
 fn judge(
@@ -485,39 +519,25 @@ fn judge(
     counts: &mut crate::summary::HitMiss,
 ) -> Vec<CriterionVerdict> {
     let exec = execution_key(system, case);
-    let content = content_hash(&json!({
-        "retrieval": trace.retrieval,
-        "context": trace.context,
-        "generation": trace.generation,
-    }));
+    let content = trace_content(trace);
     evaluators
         .iter()
         .map(|e| {
             if trace.error.is_some() {
                 return e.evaluate_with(case, trace, Some(env));
             }
-            let judges: Vec<serde_json::Value> = e
-                .judge_names()
-                .iter()
-                .map(|n| env.judges.identity(n))
-                .collect();
-            let key = content_hash(&json!({
-                "layer": layer::JUDGMENT,
-                "evaluator": e.options(),
-                "judges": judges,
-                "case": {"id": case.id, "expected": case.expected},
-                "execution": exec,
-                "content": content,
-            }));
+            let key = judgment_key(e.as_ref(), env.judges, &exec, case, &content);
             if let Some(v) = cache
                 .get(layer::JUDGMENT, &key)
                 .and_then(|s| serde_json::from_str::<CriterionVerdict>(&s).ok())
             {
                 counts.record(true);
-                return CriterionVerdict {
+                let mut v = CriterionVerdict {
                     criterion: e.criterion().to_string(),
                     ..v
                 };
+                crate::summary::mark_calls_cached(&mut v.detail);
+                return v;
             }
             counts.record(false);
             let v = e.evaluate_with(case, trace, Some(env));
@@ -573,6 +593,7 @@ pub(crate) fn execute_pending(
     }
     let mut counts = CacheCounts::default();
     let mut errors = 0u64;
+    let mut missing = 0u64;
     let mut write_error = None;
     if !jobs.is_empty() {
         let workers = settings.workers.clamp(1, jobs.len());
@@ -717,7 +738,12 @@ pub(crate) fn execute_pending(
                     if f.trace.error.is_some() {
                         errors += 1;
                     }
-                    observer.case_done(&f.trace, errors);
+                    missing += f
+                        .verdicts
+                        .iter()
+                        .filter(|v| matches!(v.verdict, Verdict::Missing { .. }))
+                        .count() as u64;
+                    observer.case_done(&f.trace, errors, missing);
                 }
             }
         });
@@ -725,7 +751,9 @@ pub(crate) fn execute_pending(
     if let Some(e) = write_error {
         return Err(e.into());
     }
-    let summary = summarize_stored(store, run_id, counts)?;
+    let mut summary = summarize_stored(store, run_id, counts)?;
+    summary.incomplete_criteria =
+        crate::summary::IncompleteCriterion::find(&summary.criteria, max_error_rate);
     let summary_json = serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
         what: "summary".into(),
         source,

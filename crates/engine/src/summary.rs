@@ -114,12 +114,24 @@ pub struct Percentiles {
 }
 
 /// Judge use of a run: calls, tokens and cost, summed over every verdict's calls.
+///
+/// `calls` are the judge calls sent to a provider, `retries` the extra HTTP requests they
+/// needed (retries after 429/5xx/timeouts, the repair request, the retry of a cut-off reply),
+/// so the provider saw `calls + retries` requests; `failed_calls` are the calls that ended
+/// without a usable judgment (their verdict is missing); `cached_calls` were served from a
+/// cache and sent nothing. Tokens and cost include the failed calls' unusable replies.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct JudgeUsage {
-    /// Judge calls made (sent to a provider).
+    /// Judge calls made (sent to a provider), failed ones included.
     pub calls: u64,
     /// Judge calls served from the cache.
     pub cached_calls: u64,
+    /// Extra HTTP requests of the calls made (retries, repairs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
+    /// Calls that ended in an error (the verdict is missing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_calls: u64,
     /// Input tokens billed.
     pub input_tokens: u64,
     /// Output tokens billed.
@@ -128,21 +140,46 @@ pub struct JudgeUsage {
     pub cost_usd: f64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl JudgeUsage {
-    /// Adds the calls recorded in a verdict's detail (`detail.calls`).
+    /// Adds the calls recorded in a verdict's detail: `detail.calls` (each sent, or `cached`)
+    /// and `detail.failed_call` (a call that ended in an error).
     pub fn add_detail(&mut self, detail: &Value) {
-        let Some(calls) = detail.get("calls").and_then(Value::as_array) else {
-            return;
-        };
-        for c in calls {
+        let calls = detail.get("calls").and_then(Value::as_array);
+        for c in calls.into_iter().flatten() {
             if c.get("cached").and_then(Value::as_bool).unwrap_or(false) {
                 self.cached_calls += 1;
                 continue;
             }
-            self.calls += 1;
-            self.input_tokens += c.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
-            self.output_tokens += c.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
-            self.cost_usd += c.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+            self.add_sent(c);
+        }
+        if let Some(failed) = detail.get("failed_call").filter(|f| f.is_object()) {
+            self.failed_calls += 1;
+            self.add_sent(failed);
+        }
+    }
+
+    fn add_sent(&mut self, c: &Value) {
+        self.calls += 1;
+        let attempts = c.get("attempts").and_then(Value::as_u64).unwrap_or(1);
+        self.retries += attempts.saturating_sub(1);
+        self.input_tokens += c.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
+        self.output_tokens += c.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+        self.cost_usd += c.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+    }
+}
+
+/// Marks every call of a verdict's detail as served from the cache (`cached: true`): a verdict
+/// re-used from the judgment cache sent nothing, whatever its first run spent.
+pub fn mark_calls_cached(detail: &mut Value) {
+    if let Some(calls) = detail.get_mut("calls").and_then(Value::as_array_mut) {
+        for c in calls {
+            if let Some(obj) = c.as_object_mut() {
+                obj.insert("cached".into(), Value::Bool(true));
+            }
         }
     }
 }
@@ -185,6 +222,59 @@ pub struct RunSummary {
     /// (`run --repeats N` or an evaluator's `repeats:`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repeat_agreement: Vec<RepeatAgreement>,
+    /// Criteria missing on a larger share of the cases than `max_error_rate` allows (a judge
+    /// that never answered, an evaluator that could not score): each makes the run incomplete
+    /// (exit 4), like system errors above the rate. Set by [`IncompleteCriterion::find`] when
+    /// the run finishes; empty when every criterion is within the rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete_criteria: Vec<IncompleteCriterion>,
+}
+
+/// A criterion whose verdict is missing on more than `max_error_rate` of the cases it applies
+/// to: `missing / (observed + missing + excluded) > max_error_rate`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IncompleteCriterion {
+    /// The criterion.
+    pub criterion: String,
+    /// Cases whose verdict is missing (an error: judge failure, system error).
+    pub missing: u64,
+    /// Cases the criterion was computed on (observed + missing + excluded).
+    pub cases: u64,
+    /// The allowed share in force.
+    pub max_error_rate: f64,
+}
+
+impl IncompleteCriterion {
+    /// The criteria of `criteria` missing on more than `max_error_rate` of their cases, in
+    /// order. A criterion with no case at all is not incomplete (nothing was asked of it).
+    pub fn find(criteria: &[CriterionSummary], max_error_rate: f64) -> Vec<IncompleteCriterion> {
+        criteria
+            .iter()
+            .filter_map(|c| {
+                let cases = c.observed + c.missing + c.excluded;
+                let share = if cases == 0 {
+                    0.0
+                } else {
+                    c.missing as f64 / cases as f64
+                };
+                (c.missing > 0 && share > max_error_rate).then(|| IncompleteCriterion {
+                    criterion: c.criterion.clone(),
+                    missing: c.missing,
+                    cases,
+                    max_error_rate,
+                })
+            })
+            .collect()
+    }
+
+    /// The missing share, `missing / cases`.
+    pub fn share(&self) -> f64 {
+        if self.cases == 0 {
+            0.0
+        } else {
+            self.missing as f64 / self.cases as f64
+        }
+    }
 }
 
 /// Agreement of a judged criterion's repeated judgments of the same cases.
@@ -536,6 +626,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         bootstrap_resamples: inputs.resamples,
         judges: None,
         repeat_agreement: repeat_agreement(inputs.criteria, outcomes),
+        incomplete_criteria: Vec::new(),
     }
 }
 

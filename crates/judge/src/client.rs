@@ -14,6 +14,7 @@
 //! the prompt. Its cache keys add the model's content identity (sha256 of `config.json` and
 //! the weights), so replacing the files at the same path is a new model.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -36,6 +37,31 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 /// The name of the single tool offered to Anthropic models for structured output.
 pub const ANTHROPIC_TOOL: &str = "record_judgment";
 
+/// Judge requests of this process waiting for an answer right now (HTTP requests and local
+/// chat completions), for progress lines.
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The number of judge requests of this process waiting for an answer right now.
+pub fn calls_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Relaxed)
+}
+
+/// Counts one request in flight for as long as it lives.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> InFlight {
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Running totals of a client, for run-level usage, cost and `--max-cost`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageTotals {
@@ -55,9 +81,13 @@ pub struct JudgeClient {
     limiter: Arc<Limiter>,
     backoff_base: Duration,
     backoff_max: Duration,
+    retry_after_cap: Duration,
     totals: Mutex<UsageTotals>,
     /// The loaded model of a `provider: local` judge.
     local: Option<Arc<LocalModel>>,
+    /// Set once the provider refused a strict schema's bounds (`minItems`, `maxItems`,
+    /// `minimum`, `maximum`): later requests send the schema without them.
+    strip_schema_bounds: AtomicBool,
 }
 
 impl std::fmt::Debug for JudgeClient {
@@ -127,7 +157,9 @@ impl JudgeClient {
             limiter,
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
+            retry_after_cap: MAX_RETRY_AFTER,
             totals: Mutex::new(UsageTotals::default()),
+            strip_schema_bounds: AtomicBool::new(false),
         })
     }
 
@@ -136,6 +168,13 @@ impl JudgeClient {
     pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
         self.backoff_base = base;
         self.backoff_max = max;
+        self
+    }
+
+    /// Sets the longest `Retry-After` honoured (default [`MAX_RETRY_AFTER`]); longer values
+    /// are capped to it, with a warning. Tests use small values.
+    pub fn with_retry_after_cap(mut self, cap: Duration) -> Self {
+        self.retry_after_cap = cap;
         self
     }
 
@@ -246,13 +285,10 @@ impl JudgeClient {
         top_logprobs: Option<u8>,
     ) -> Result<(JudgeResponse, Option<Value>), JudgeError> {
         let _span = tracing::debug_span!("judge_call", judge = %self.name, template = %request.template_id, repeat = request.repeat_index).entered();
-        let validate = |reply: &Reply| -> Result<Value, String> {
+        let validate = |reply: &Reply, max_tokens: u32| -> Result<Value, String> {
             let parsed = schema::parse_reply(&reply.raw).map_err(|e| {
                 if reply.truncated {
-                    format!(
-                        "{e}; the reply was cut off at max_tokens ({})",
-                        self.settings.max_tokens
-                    )
+                    format!("{e}; the reply was cut off at max_tokens ({max_tokens})")
                 } else {
                     e
                 }
@@ -261,9 +297,11 @@ impl JudgeClient {
             check(&parsed)?;
             Ok(parsed)
         };
-        let (first, mut attempts) = self.chat(request, &request.messages, top_logprobs)?;
+        let max_tokens = self.settings.max_tokens;
+        let (first, mut attempts) =
+            self.chat(request, &request.messages, top_logprobs, max_tokens)?;
         let mut usage = first.usage;
-        let error = match validate(&first) {
+        let first_error = match validate(&first, max_tokens) {
             Ok(parsed) => {
                 return Ok((
                     JudgeResponse {
@@ -279,29 +317,80 @@ impl JudgeClient {
             }
             Err(e) => e,
         };
-        tracing::debug!(judge = %self.name, template = %request.template_id, %error, "invalid judge output, repairing");
+        if first.truncated {
+            // Cut off at the limit: one fresh request with twice the limit. The cut-off reply
+            // is never sent back (a repair conversation would only lengthen the prompt, and
+            // overflow a small server's context).
+            let retry_max = max_tokens.saturating_mul(2);
+            tracing::debug!(judge = %self.name, template = %request.template_id, max_tokens, retry_max, "reply cut off at max_tokens, retrying with a larger limit");
+            let (second, more) =
+                match self.chat(request, &request.messages, top_logprobs, retry_max) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return Err(JudgeError::InvalidOutput {
+                            error: format!("the retry with max_tokens {retry_max} failed: {e}"),
+                            first_error: Some(first_error),
+                            raw: first.raw,
+                            usage,
+                            attempts: attempts + e.attempts(),
+                        })
+                    }
+                };
+            attempts += more;
+            usage = usage.plus(second.usage);
+            return match validate(&second, retry_max) {
+                Ok(parsed) => Ok((
+                    JudgeResponse {
+                        raw: second.raw,
+                        parsed,
+                        usage,
+                        cost_usd: self.cost(usage),
+                        attempts,
+                        repaired: true,
+                    },
+                    second.logprobs,
+                )),
+                Err(_) if second.truncated => Err(JudgeError::Truncated {
+                    judge: self.name.clone(),
+                    max_tokens,
+                    retry_max_tokens: retry_max,
+                    raw: second.raw,
+                    usage,
+                    attempts,
+                }),
+                Err(error) => Err(JudgeError::InvalidOutput {
+                    error,
+                    first_error: Some(first_error),
+                    raw: second.raw,
+                    usage,
+                    attempts,
+                }),
+            };
+        }
+        tracing::debug!(judge = %self.name, template = %request.template_id, error = %first_error, "invalid judge output, repairing");
         let mut messages = request.messages.clone();
         messages.push(Message::assistant(first.raw.clone()));
         messages.push(Message::user(format!(
-            "Your reply could not be used: {error}. Reply again with only one JSON object that \
+            "Your reply could not be used: {first_error}. Reply again with only one JSON object that \
              satisfies the required schema and fixes this error."
         )));
-        let (second, more) = match self.chat(request, &messages, top_logprobs) {
+        let (second, more) = match self.chat(request, &messages, top_logprobs, max_tokens) {
             Ok(r) => r,
-            // The repair request itself failed: the judgment is still missing for the
-            // output reason, which is the more useful message.
+            // The repair request itself failed: both failures are named, the last first.
             Err(e) => {
                 tracing::debug!(judge = %self.name, error = %e, "repair request failed");
                 return Err(JudgeError::InvalidOutput {
-                    error,
+                    error: format!("the repair request failed: {e}"),
+                    first_error: Some(first_error),
                     raw: first.raw,
                     usage,
+                    attempts: attempts + e.attempts(),
                 });
             }
         };
         attempts += more;
         usage = usage.plus(second.usage);
-        match validate(&second) {
+        match validate(&second, max_tokens) {
             Ok(parsed) => Ok((
                 JudgeResponse {
                     raw: second.raw,
@@ -315,8 +404,10 @@ impl JudgeClient {
             )),
             Err(error) => Err(JudgeError::InvalidOutput {
                 error,
+                first_error: Some(first_error),
                 raw: second.raw,
                 usage,
+                attempts,
             }),
         }
     }
@@ -585,12 +676,14 @@ impl JudgeClient {
             .map(|s| s.wrapping_add(u64::from(request.repeat_index)))
     }
 
-    /// Sends one chat request (with retries) and extracts the reply text.
+    /// Sends one chat request (with retries) and extracts the reply text; `max_tokens` is
+    /// the settings' limit, or the larger one of a retry after a cut-off reply.
     fn chat(
         &self,
         request: &JudgeRequest,
         messages: &[Message],
         top_logprobs: Option<u8>,
+        max_tokens: u32,
     ) -> Result<(Reply, u32), JudgeError> {
         if let Some(model) = &self.local {
             // The schema is stated in the prompt; log-probabilities are not available.
@@ -606,8 +699,9 @@ impl JudgeClient {
                     (role, m.content.as_str())
                 })
                 .collect();
+            let _in_flight = InFlight::enter();
             let reply = model
-                .chat(&turns, self.settings.max_tokens as usize)
+                .chat(&turns, max_tokens as usize)
                 .map_err(|e| self.local_error(e))?;
             let usage = Usage {
                 input_tokens: reply.input_tokens,
@@ -624,21 +718,41 @@ impl JudgeClient {
                 1,
             ));
         }
-        let (url, body) = match self.settings.provider {
+        let body = |strip_bounds: bool| match self.settings.provider {
             Provider::Openai => {
-                let mut body = self.openai_body(request, messages);
+                let mut body = self.openai_body(request, messages, max_tokens, strip_bounds);
                 if let Some(n) = top_logprobs {
                     body["logprobs"] = json!(true);
                     body["top_logprobs"] = json!(n);
                 }
-                (format!("{}/chat/completions", self.settings.base()), body)
+                body
             }
-            Provider::Anthropic | Provider::Local => (
-                format!("{}/messages", self.settings.base()),
-                self.anthropic_body(request, messages),
-            ),
+            Provider::Anthropic | Provider::Local => {
+                self.anthropic_body(request, messages, max_tokens)
+            }
         };
-        let (value, attempts) = self.post(&url, &body)?;
+        let url = match self.settings.provider {
+            Provider::Openai => format!("{}/chat/completions", self.settings.base()),
+            Provider::Anthropic | Provider::Local => format!("{}/messages", self.settings.base()),
+        };
+        let stripped = self.strip_schema_bounds.load(Ordering::Relaxed);
+        let (value, attempts) = match self.post(&url, &body(stripped)) {
+            Err(JudgeError::Http {
+                status: 400,
+                message,
+                attempts,
+                ..
+            }) if !stripped && self.strict_schema_sent() && rejects_schema_bounds(&message) => {
+                // The provider's strict mode refuses bounds that grammar-enforcing servers
+                // (llama.cpp, vLLM) honour: send the schema without them from now on; they are
+                // still checked locally.
+                tracing::debug!(judge = %self.name, %message, "strict schema bounds rejected, resending without them");
+                self.strip_schema_bounds.store(true, Ordering::Relaxed);
+                let (value, more) = self.post(&url, &body(true))?;
+                (value, attempts + more)
+            }
+            other => other?,
+        };
         let reply = match self.settings.provider {
             Provider::Openai => parse_openai(&value),
             Provider::Anthropic | Provider::Local => parse_anthropic(&value),
@@ -673,7 +787,19 @@ impl JudgeClient {
         out
     }
 
-    fn openai_body(&self, request: &JudgeRequest, messages: &[Message]) -> Value {
+    /// Whether requests carry a strict JSON schema (`response_format: json_schema`).
+    fn strict_schema_sent(&self) -> bool {
+        self.settings.provider == Provider::Openai
+            && self.settings.structured_output == StructuredOutput::JsonSchema
+    }
+
+    fn openai_body(
+        &self,
+        request: &JudgeRequest,
+        messages: &[Message],
+        max_tokens: u32,
+        strip_bounds: bool,
+    ) -> Value {
         let s = &self.settings;
         let messages = match s.structured_output {
             StructuredOutput::JsonSchema => messages.to_vec(),
@@ -683,7 +809,7 @@ impl JudgeClient {
             "model": s.model,
             "messages": messages,
             "temperature": s.temperature,
-            "max_tokens": s.max_tokens,
+            "max_tokens": max_tokens,
         });
         if let Some(seed) = self.seed_for(request) {
             body["seed"] = json!(seed);
@@ -694,7 +820,11 @@ impl JudgeClient {
                     "type": "json_schema",
                     "json_schema": {
                         "name": schema_name(&request.template_id),
-                        "schema": schema::for_strict_mode(&request.schema),
+                        "schema": if strip_bounds {
+                            schema::without_bounds(&request.schema)
+                        } else {
+                            request.schema.clone()
+                        },
                         "strict": true,
                     }
                 });
@@ -707,7 +837,12 @@ impl JudgeClient {
         body
     }
 
-    fn anthropic_body(&self, request: &JudgeRequest, messages: &[Message]) -> Value {
+    fn anthropic_body(
+        &self,
+        request: &JudgeRequest,
+        messages: &[Message],
+        max_tokens: u32,
+    ) -> Value {
         let s = &self.settings;
         let tool_mode = s.structured_output != StructuredOutput::Prompt;
         let messages = if tool_mode {
@@ -727,7 +862,7 @@ impl JudgeClient {
             .collect();
         let mut body = json!({
             "model": s.model,
-            "max_tokens": s.max_tokens,
+            "max_tokens": max_tokens,
             "temperature": s.temperature,
             "messages": turns,
         });
@@ -754,7 +889,9 @@ impl JudgeClient {
             attempt += 1;
             let outcome = {
                 let permit = self.limiter.acquire();
+                let in_flight = InFlight::enter();
                 let outcome = self.post_once(url, body, key.as_deref(), attempt);
+                drop(in_flight);
                 match &outcome {
                     Outcome::Retry {
                         rate_limited: true, ..
@@ -771,9 +908,19 @@ impl JudgeClient {
                     if attempt >= max_attempts {
                         return Err(error);
                     }
-                    let wait = wait.map(|w| w.min(MAX_RETRY_AFTER)).unwrap_or_else(|| {
-                        limiter::backoff(self.backoff_base, self.backoff_max, attempt)
-                    });
+                    let wait = match wait {
+                        Some(asked) if asked > self.retry_after_cap => {
+                            tracing::warn!(
+                                judge = %self.name,
+                                "{url} asked to wait {:.0} s (Retry-After); waiting {:.0} s, the cap, before retry {attempt}",
+                                asked.as_secs_f64(),
+                                self.retry_after_cap.as_secs_f64()
+                            );
+                            self.retry_after_cap
+                        }
+                        Some(asked) => asked,
+                        None => limiter::backoff(self.backoff_base, self.backoff_max, attempt),
+                    };
                     tracing::debug!(judge = %self.name, attempt, error = %error, wait_ms = wait.as_millis() as u64, "retrying judge request");
                     std::thread::sleep(wait);
                 }
@@ -851,6 +998,20 @@ impl JudgeClient {
                 }
             }
         };
+        if (200..300).contains(&status) && text.trim().is_empty() {
+            // A 2xx without a body (a proxy or a server that dropped the reply): transient.
+            return Outcome::Retry {
+                error: JudgeError::Protocol {
+                    judge: self.name.clone(),
+                    url: url.to_string(),
+                    message: format!(
+                        "HTTP {status} with an empty body (after {attempt} attempt(s))"
+                    ),
+                },
+                wait: None,
+                rate_limited: false,
+            };
+        }
         if (200..300).contains(&status) {
             return match serde_json::from_str::<Value>(&text) {
                 Ok(v) => Outcome::Ok(v),
@@ -916,21 +1077,44 @@ fn excerpt(s: &str) -> String {
     }
 }
 
-/// The provider's error message: `error.message` (OpenAI and Anthropic bodies), else an
-/// excerpt of the body.
+/// The provider's error message: `error.message` with `error.type` (OpenAI and Anthropic
+/// bodies), `error` as a plain string (Ollama), `detail` (vLLM, FastAPI) or `message`; else an
+/// excerpt of the body, or `(empty body)`.
 fn error_message(body: &str) -> String {
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            let e = v.get("error")?;
-            let msg = e.get("message").and_then(Value::as_str).unwrap_or("");
-            let ty = e.get("type").and_then(Value::as_str);
-            Some(match ty {
-                Some(t) => format!("{t}: {msg}"),
-                None => msg.to_string(),
-            })
-        })
-        .unwrap_or_else(|| excerpt(body))
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        let text = |x: &Value| match x {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            Value::Null => None,
+            Value::String(_) => None,
+            other => Some(other.to_string()),
+        };
+        match v.get("error") {
+            Some(Value::Object(e)) => {
+                let msg = e.get("message").and_then(text);
+                let ty = e.get("type").and_then(Value::as_str);
+                match (ty, msg) {
+                    (Some(t), Some(m)) => Some(format!("{t}: {m}")),
+                    (None, Some(m)) => Some(m),
+                    (Some(t), None) => Some(t.to_string()),
+                    (None, None) => Some(excerpt(body)),
+                }
+            }
+            Some(other) => text(other),
+            None => v.get("detail").or_else(|| v.get("message")).and_then(text),
+        }
+    });
+    match from_json {
+        Some(m) => m,
+        None if body.trim().is_empty() => "(empty body)".to_string(),
+        None => excerpt(body),
+    }
+}
+
+/// Whether a 400 error message says the strict schema's bounds are not supported.
+fn rejects_schema_bounds(message: &str) -> bool {
+    ["minItems", "maxItems", "minimum", "maximum"]
+        .iter()
+        .any(|k| message.contains(k))
 }
 
 /// Removes the key, and anything shaped like an OpenAI or Anthropic key, from a message.
@@ -1085,6 +1269,21 @@ mod tests {
             error_message("<html>bad gateway</html>"),
             "<html>bad gateway</html>"
         );
+        // Ollama's plain-string `error`, vLLM's `detail`, an empty body.
+        assert_eq!(
+            error_message(r#"{"error":"model 'llama3' not found"}"#),
+            "model 'llama3' not found"
+        );
+        assert_eq!(error_message(r#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(error_message(""), "(empty body)");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"","type":"server_error"}}"#),
+            "server_error"
+        );
+        assert!(rejects_schema_bounds(
+            "Invalid schema for response_format 'x': 'minItems' is not permitted."
+        ));
+        assert!(!rejects_schema_bounds("model not found"));
         assert_eq!(
             schema_name("claim verification/v1"),
             "claim_verification_v1"

@@ -80,15 +80,43 @@ pub enum JudgeError {
         message: String,
     },
     /// The judge's output failed schema or semantic validation, also after the one repair
-    /// attempt. `raw` is the last reply as received.
-    #[error("judge output is invalid after a repair attempt: {error}")]
+    /// attempt (or the repair request itself failed). `raw` is the last reply as received;
+    /// the message names the last failure and, when it differs, the first.
+    #[error(
+        "judge output is invalid after a repair attempt: {error}{}",
+        first_error.as_deref().filter(|f| *f != error.as_str()).map(|f| format!(" (the first reply: {f})")).unwrap_or_default()
+    )]
     InvalidOutput {
-        /// The validation error of the last reply.
+        /// The last failure: the validation error of the last reply, or why the repair
+        /// request failed.
         error: String,
+        /// The validation error of the first reply, when the last failure is another one.
+        first_error: Option<String>,
         /// The last raw reply.
         raw: String,
         /// Tokens spent on the failed attempts (they are billed all the same).
         usage: Usage,
+        /// HTTP requests made, the repair included.
+        attempts: u32,
+    },
+    /// The reply was cut off at `max_tokens`, and again on the one retry with a larger limit.
+    /// A cut-off reply is never sent back to the model (that only makes the prompt longer).
+    #[error(
+        "judge `{judge}`: the reply was cut off at max_tokens ({max_tokens}) and again at {retry_max_tokens} on the retry; raise `max_tokens` in the judge's settings, or use a template with shorter replies"
+    )]
+    Truncated {
+        /// The judge's name.
+        judge: String,
+        /// The configured `max_tokens`.
+        max_tokens: u32,
+        /// The larger limit of the retry.
+        retry_max_tokens: u32,
+        /// The last (cut-off) reply.
+        raw: String,
+        /// Tokens spent on both replies.
+        usage: Usage,
+        /// HTTP requests made.
+        attempts: u32,
     },
     /// The operation is not available for this provider (e.g. embeddings with `anthropic`).
     #[error("judge `{judge}`: {message}")]
@@ -111,7 +139,40 @@ impl JudgeError {
             JudgeError::Timeout { .. } => "timeout",
             JudgeError::Protocol { .. } => "protocol",
             JudgeError::InvalidOutput { .. } => "invalid_output",
+            JudgeError::Truncated { .. } => "truncated",
             JudgeError::Unsupported { .. } => "unsupported",
+        }
+    }
+
+    /// HTTP requests made before the call gave up (0 when nothing was sent: settings, a
+    /// missing key, an unsupported operation; 1 for a malformed response).
+    pub fn attempts(&self) -> u32 {
+        match self {
+            JudgeError::Http { attempts, .. }
+            | JudgeError::Transport { attempts, .. }
+            | JudgeError::Timeout { attempts, .. }
+            | JudgeError::InvalidOutput { attempts, .. }
+            | JudgeError::Truncated { attempts, .. } => *attempts,
+            JudgeError::Protocol { .. } => 1,
+            JudgeError::Settings { .. }
+            | JudgeError::MissingApiKey { .. }
+            | JudgeError::Unsupported { .. } => 0,
+        }
+    }
+
+    /// The last reply as received, when the provider answered but the reply was unusable.
+    pub fn raw(&self) -> Option<&str> {
+        match self {
+            JudgeError::InvalidOutput { raw, .. } | JudgeError::Truncated { raw, .. } => Some(raw),
+            _ => None,
+        }
+    }
+
+    /// Tokens billed for the failed call (replies that were received but unusable).
+    pub fn usage(&self) -> Usage {
+        match self {
+            JudgeError::InvalidOutput { usage, .. } | JudgeError::Truncated { usage, .. } => *usage,
+            _ => Usage::default(),
         }
     }
 }

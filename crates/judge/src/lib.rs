@@ -63,7 +63,8 @@ mod tokens;
 
 pub use cache::{cache_key, CallRecord, JudgeCache, MemoryCache, NoCache};
 pub use client::{
-    JudgeClient, UsageTotals, ANTHROPIC_TOOL, ANTHROPIC_VERSION, EMBED_BATCH, MAX_RETRY_AFTER,
+    calls_in_flight, JudgeClient, UsageTotals, ANTHROPIC_TOOL, ANTHROPIC_VERSION, EMBED_BATCH,
+    MAX_RETRY_AFTER,
 };
 pub use error::JudgeError;
 pub use local::{LOCAL_MODELS, WITHOUT_LOCAL_MODELS};

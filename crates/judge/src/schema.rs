@@ -140,19 +140,22 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The schema without the keywords OpenAI's strict structured outputs may reject
-/// (`minItems`, `maxItems`, `minimum`, `maximum`); they are still checked locally.
-pub fn for_strict_mode(schema: &Value) -> Value {
+/// The schema without its bounds (`minItems`, `maxItems`, `minimum`, `maximum`), for a
+/// provider whose strict structured outputs refuse them. Requests send the bounds by default
+/// (grammar-enforcing servers such as llama.cpp and vLLM honour them: without `maxItems` a
+/// two-claim verdict list can run on for dozens of entries); the client falls back to this
+/// form after a 400 naming one of them. The bounds are always checked locally.
+pub fn without_bounds(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(k, _)| {
                     !matches!(k.as_str(), "minItems" | "maxItems" | "minimum" | "maximum")
                 })
-                .map(|(k, v)| (k.clone(), for_strict_mode(v)))
+                .map(|(k, v)| (k.clone(), without_bounds(v)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(for_strict_mode).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(without_bounds).collect()),
         other => other.clone(),
     }
 }
@@ -229,7 +232,7 @@ mod tests {
 
     #[test]
     fn strict_mode_strips_bounds_and_parse_reply_is_lenient_on_fences() {
-        let s = for_strict_mode(&schema());
+        let s = without_bounds(&schema());
         assert!(!s.to_string().contains("minItems"));
         assert_eq!(
             parse_reply("```json\n{\"a\": 1}\n```").unwrap(),

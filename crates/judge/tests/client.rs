@@ -327,7 +327,9 @@ fn invalid_twice_is_an_error_with_the_raw_reply() {
         .complete(&grounded_request())
         .unwrap_err();
     match err {
-        JudgeError::InvalidOutput { error, raw, usage } => {
+        JudgeError::InvalidOutput {
+            error, raw, usage, ..
+        } => {
             assert!(
                 error.contains("missing required property `grounded`"),
                 "{error}"

@@ -9,7 +9,7 @@
 //! ```
 
 use oloproof_engine::evaluate::SummaryKind;
-use oloproof_engine::gate::{Bound, GateReport, GateVerdict, ThresholdResult};
+use oloproof_engine::gate::{Bound, Gate, GateReport, GateVerdict, ThresholdResult};
 
 use crate::{format_proportion, table};
 
@@ -130,15 +130,15 @@ pub fn gate_report(report: &GateReport) -> String {
         ));
     }
     out.push_str(&match report.gate {
-        GateVerdict::Pass => "Gate: PASS (exit 0)\n".to_string(),
-        GateVerdict::Fail => {
+        Gate::Pass => "Gate: PASS (exit 0)\n".to_string(),
+        Gate::Block => {
             let failed = report
                 .thresholds
                 .iter()
                 .filter(|r| r.verdict == GateVerdict::Fail)
                 .count();
             format!(
-                "Gate: FAIL (exit 3) · {failed} of {} threshold{} failed\n",
+                "Gate: BLOCK (exit 3) · {failed} of {} threshold{} failed\n",
                 report.thresholds.len(),
                 if report.thresholds.len() == 1 {
                     ""

@@ -418,10 +418,9 @@ pub fn run_header(run: &LoadedRun, summary: &RunSummary) -> String {
     if let Some(j) = &summary.judges {
         rows.push((
             "judges",
-            format!(
-                "{} calls ({} from cache) · {} input + {} output tokens · ${:.4}",
-                j.calls, j.cached_calls, j.input_tokens, j.output_tokens, j.cost_usd
-            ),
+            crate::judges_line(j)
+                .trim_start_matches("Judges: ")
+                .to_string(),
         ));
     }
     meta_list(&rows)

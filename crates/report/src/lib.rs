@@ -124,6 +124,27 @@ pub fn cache_lines(summary: &RunSummary) -> String {
     )
 }
 
+/// `Judges: N calls (M from cache) · …`: calls sent, served from cache, and — when there were
+/// any — the extra requests (retries, repairs) and the failed calls, then tokens and cost (or
+/// `no prices configured`).
+pub fn judges_line(j: &oloproof_engine::summary::JudgeUsage) -> String {
+    let mut extra = String::new();
+    if j.retries > 0 {
+        extra.push_str(&format!(
+            "; {} retr{}",
+            j.retries,
+            if j.retries == 1 { "y" } else { "ies" }
+        ));
+    }
+    if j.failed_calls > 0 {
+        extra.push_str(&format!("; {} failed", j.failed_calls));
+    }
+    format!(
+        "Judges: {} calls ({} from cache{extra}) · {} input + {} output tokens · ${:.4}",
+        j.calls, j.cached_calls, j.input_tokens, j.output_tokens, j.cost_usd
+    )
+}
+
 /// The whole `oloproof run` report.
 pub fn run_report(summary: &RunSummary) -> String {
     let mut out = format!(
@@ -142,10 +163,8 @@ pub fn run_report(summary: &RunSummary) -> String {
     }
     out.push_str(&cache_lines(summary));
     if let Some(j) = &summary.judges {
-        out.push_str(&format!(
-            "Judges: {} calls ({} from cache) · {} input + {} output tokens · ${:.4}\n",
-            j.calls, j.cached_calls, j.input_tokens, j.output_tokens, j.cost_usd
-        ));
+        out.push_str(&judges_line(j));
+        out.push('\n');
     }
     for a in &summary.repeat_agreement {
         let alpha = a
@@ -161,6 +180,17 @@ pub fn run_report(summary: &RunSummary) -> String {
         out.push_str(&format!(
             "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",
             summary.errors, summary.cases, summary.run_id
+        ));
+    }
+    for c in &summary.incomplete_criteria {
+        out.push_str(&format!(
+            "Incomplete criterion: {} is missing on {} of {} cases ({:.1}%), above the allowed {:.1}% (max_error_rate); oloproof show {} --case ID says why\n",
+            c.criterion,
+            c.missing,
+            c.cases,
+            c.share() * 100.0,
+            c.max_error_rate * 100.0,
+            summary.run_id
         ));
     }
     if summary.done < summary.cases {
@@ -446,6 +476,29 @@ pub fn case_report(
                         one_line(&parsed.to_string(), 300)
                     ));
                 }
+            }
+        }
+        // A missing verdict's failed judge call: what came back, and how many requests.
+        if let Some(f) = v.detail.get("failed_call").filter(|f| f.is_object()) {
+            let kind = f.get("kind").and_then(Value::as_str).unwrap_or("error");
+            let attempts = f.get("attempts").and_then(Value::as_u64).unwrap_or(0);
+            out.push_str(&format!(
+                "    failed judge call ({kind}) after {attempts} request{}\n",
+                if attempts == 1 { "" } else { "s" }
+            ));
+            match f.get("raw").and_then(Value::as_str) {
+                Some(raw) => out.push_str(&format!("      raw:    {}\n", one_line(raw, 300))),
+                None => out.push_str("      raw:    (no reply received)\n"),
+            }
+            let tokens = (
+                f.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
+                f.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
+            );
+            if tokens != (0, 0) {
+                out.push_str(&format!(
+                    "      tokens: {} input + {} output (billed, unusable)\n",
+                    tokens.0, tokens.1
+                ));
             }
         }
     }

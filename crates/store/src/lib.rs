@@ -64,7 +64,7 @@ pub struct RunRecord {
     pub id: String,
     /// Creation time, Unix milliseconds.
     pub created_ms: i64,
-    /// `running`, `complete` or `incomplete`.
+    /// `running`, `complete`, `incomplete` (stopped early) or `interrupted` (Ctrl-C, SIGTERM).
     pub status: String,
     /// The config file the run came from.
     pub config_path: String,
@@ -430,6 +430,19 @@ impl SqliteStore {
             .execute(
                 "UPDATE runs SET status = ?2, summary_json = ?3, finished_ms = ?4 WHERE id = ?1",
                 params![run_id, status, summary_json, now_ms()],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Marks a running run as `interrupted` (Ctrl-C, SIGTERM): its finished cases stay, the
+    /// others are pending, and `--resume` finishes it. A run that already finished keeps its
+    /// status.
+    pub fn mark_interrupted(&mut self, run_id: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
+                [run_id],
             )
             .map_err(self.err())?;
         Ok(())
