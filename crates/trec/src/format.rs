@@ -101,4 +101,25 @@ mod tests {
         float(&mut b, 0.1, Precision::Full);
         assert_eq!(String::from_utf8(b).unwrap(), "0.2500-358.00000.1");
     }
+
+    /// `printf("%6.4f")` rounds the exact binary value: exact halves (odd multiples of 1/32)
+    /// go to the even digit, and a decimal edge such as 0.00225 goes the way its stored
+    /// double lies (below, for 9 / 4000).
+    #[test]
+    fn rounding_edges_print_as_printf_does() {
+        let cases = [
+            (1.0 / 32.0, "0.0312"),
+            (3.0 / 32.0, "0.0938"),
+            (5.0 / 32.0, "0.1562"),
+            (33.0 / 32.0, "1.0312"),
+            (9.0 / 4000.0, "0.0022"),
+            (1.0 / 160.0, "0.0063"),
+            (3.0 / 160.0, "0.0187"),
+        ];
+        for (v, want) in cases {
+            let mut b = Vec::new();
+            float(&mut b, v, Precision::Standard);
+            assert_eq!(String::from_utf8(b).unwrap(), want, "{v:e}");
+        }
+    }
 }

@@ -1281,9 +1281,13 @@ fn compute(
         }
         K::SetRecall => out[0] = kernel::recall(jr.num_rel_ret as usize, num_rel).unwrap_or(0.0),
         K::SetMap => {
+            // trec_eval `m_set_map.c`: (rr * rr) / (ret * rel), both products exact in double,
+            // one rounding in the division. `(rr / ret) * (rr / rel)` rounds three times and
+            // lands on the other side of a printing edge: 3 of 1,000 retrieved with 4 relevant
+            // is 0.00225, which trec_eval prints as 0.0022 and the other order as 0.0023.
             if n > 0 && num_rel > 0 {
                 let rr = jr.num_rel_ret as f64;
-                out[0] = (rr / n as f64) * (rr / num_rel as f64);
+                out[0] = (rr * rr) / (n as f64 * num_rel as f64);
             }
         }
         K::SetF => {
@@ -1397,5 +1401,20 @@ mod tests {
         );
         assert!(MeasureSet::from_specs(&["nope"], Compat::V10).is_err());
         assert!(MeasureSet::from_specs(&["P.0"], Compat::V10).is_err());
+    }
+
+    #[test]
+    fn set_map_rounds_once_as_trec_eval_does() {
+        // 3 relevant among 1,000 retrieved, 4 relevant in all: 9 / 4000 in one division
+        // (trec_eval `m_set_map.c`), which sits below the printing edge 0.00225.
+        let mut rels = vec![0i64; 1000];
+        for r in &mut rels[..3] {
+            *r = 1;
+        }
+        let jr = JudgedRanking::from_rels(rels, vec![10, 4], 1);
+        let set = MeasureSet::from_specs(&["set_map"], Compat::V10).unwrap();
+        let v = set.evaluate(&jr, &EvalContext::default()).values[0];
+        assert_eq!(v.to_bits(), (9.0f64 / 4000.0).to_bits());
+        assert_eq!(format!("{v:6.4}"), "0.0022");
     }
 }
