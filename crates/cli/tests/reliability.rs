@@ -361,3 +361,25 @@ fn a_slow_run_prints_progress_lines_when_stderr_is_not_a_terminal() {
     );
     assert!(!stderr(&quiet).contains("progress:"), "{}", stderr(&quiet));
 }
+
+#[test]
+fn a_judge_server_that_refuses_connections_makes_the_run_incomplete() {
+    // A port nobody listens on: every connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = MockServer::start();
+    let (_tmp, dir) = project_with_judge(&server, false);
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml"))
+        .unwrap()
+        .replace(&server.base_url(), &format!("http://127.0.0.1:{port}/v1"));
+    std::fs::write(dir.join("oloproof.yaml"), config).unwrap();
+    let (o, s) = run_json(&dir, &["run", ".", "--json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let g = criterion(&s, "groundedness_judge");
+    assert_eq!(g["missing"], 4);
+    assert_eq!(s["judges"]["failed_calls"], 4);
+    assert!(stderr(&o).contains("criterion `groundedness_judge` is missing on 4 of 4 cases"));
+}
