@@ -15,6 +15,8 @@ import json
 import math
 import os
 import sys
+import threading
+import time
 import traceback
 
 try:  # run as part of the package (python -m oloproof.worker)
@@ -399,11 +401,30 @@ def serve(target, proto_in, proto_out):
     return 0
 
 
+def _exit_with_host(interval=0.5):
+    """End this worker when its host process dies, even while the user's code is stuck.
+
+    A host stopped by ``kill -9`` neither closes our stdin in an orderly way nor kills us, and a
+    call that never returns would never read the end of input: a daemon thread notices that
+    the parent changed (we were re-parented) and exits the process.
+    """
+    host = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(interval)
+            if os.getppid() != host:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="oloproof-host-watch", daemon=True).start()
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         sys.stderr.write("usage: python -m oloproof.worker module:Class\n")
         return 2
+    _exit_with_host()
     proto_in, proto_out = _protocol_streams()
     # The config's folder is the working directory; make it importable even without PYTHONPATH.
     cwd = os.getcwd()

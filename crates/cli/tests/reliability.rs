@@ -383,3 +383,69 @@ fn a_judge_server_that_refuses_connections_makes_the_run_incomplete() {
     assert_eq!(s["judges"]["failed_calls"], 4);
     assert!(stderr(&o).contains("criterion `groundedness_judge` is missing on 4 of 4 cases"));
 }
+
+/// Pids of live processes whose working directory is `dir` (the workers start in the project).
+fn processes_in(dir: &std::path::Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir))
+        .filter(|pid| {
+            // A zombie is already dead.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_hung_worker_exits_when_its_host_is_killed() {
+    let (_tmp, dir) = project("tests/systems/hang");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oloproof"))
+        .args(["run", ".", "--set", "system.rag.timeout_s=600"])
+        .current_dir(&dir)
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the worker is stuck in `generate` of the hanging case.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let host = child.id();
+    loop {
+        assert!(Instant::now() < deadline, "no worker started");
+        let workers: Vec<u32> = processes_in(&dir)
+            .into_iter()
+            .filter(|p| *p != host)
+            .collect();
+        let done = runs_json(&dir)
+            .get(0)
+            .and_then(|r| r["done"].as_i64())
+            .unwrap_or(0);
+        if !workers.is_empty() && done >= 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: the host can neither close pipes nor kill its workers
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_in(&dir);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "workers outlived their killed host: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
