@@ -276,8 +276,10 @@ pub fn summarize_stored(
             })?;
         by_case.entry(v.case_id).or_default().push(parsed);
     }
+    let total_cases = rows.len() as u64;
     let mut loaded: Vec<(Case, Trace, Vec<CriterionVerdict>)> = Vec::new();
-    for row in &rows {
+    // Each row's JSON is dropped once parsed and slimmed.
+    for row in rows {
         let Some(trace_json) = &row.trace_json else {
             continue;
         };
@@ -292,6 +294,7 @@ pub fn summarize_stored(
                 source,
             })?;
         let verdicts = by_case.remove(&row.case_id).unwrap_or_default();
+        let (case, trace) = slim_for_summary(case, trace);
         loaded.push((case, trace, verdicts));
     }
     let outcomes: Vec<CaseOutcome<'_>> = loaded
@@ -322,13 +325,45 @@ pub fn summarize_stored(
             min_slice_support: settings.options.min_slice_support,
             seed: settings.options.bootstrap.seed,
             resamples: settings.options.bootstrap.resamples,
-            total_cases: rows.len() as u64,
+            total_cases,
             cache,
         },
         &outcomes,
     );
     summary.judges = judged.then_some(usage);
     Ok(summary)
+}
+
+/// What the summary reads of a case and its trace, and nothing more: ids, labels, metadata,
+/// the context's flags, latencies and the error's kind. Texts (input, passages, gold context,
+/// the generation, stderr, tracebacks) are dropped as each case is read, so summarising a
+/// large run holds ids and numbers, not every trace in full (the soak's 100,000 cases peaked
+/// at 2.1 GB holding them whole).
+fn slim_for_summary(mut case: Case, mut trace: Trace) -> (Case, Trace) {
+    case.input = serde_json::Map::new();
+    for g in case.expected.gold_context.iter_mut().flatten() {
+        g.text = String::new();
+    }
+    let strip = |p: &mut oloproof_core::passage::Passage| {
+        p.text = None;
+        p.metadata = None;
+    };
+    if let Some(r) = trace.retrieval.as_mut() {
+        r.candidates.iter_mut().for_each(strip);
+    }
+    if let Some(c) = trace.context.as_mut() {
+        for p in &mut c.passages {
+            strip(&mut p.passage);
+        }
+    }
+    trace.generation = None;
+    trace.stderr = Vec::new();
+    trace.claims = None;
+    if let Some(e) = trace.error.as_mut() {
+        e.traceback = None;
+        e.stderr_tail = Vec::new();
+    }
+    (case, trace)
 }
 
 /// A stored run read back: its record, settings, and every case with its trace and verdicts.
