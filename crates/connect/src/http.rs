@@ -14,8 +14,8 @@ use oloproof_core::system::{SystemConnection, SystemInfo};
 use oloproof_core::trace::{ErrorKind, StageError};
 use serde_json::{json, Map, Value};
 
-use crate::reply;
 use crate::worker::PROTOCOL_VERSION;
+use crate::{reply, MAX_RESPONSE_BYTES};
 
 /// Where and how to reach an HTTP system.
 #[derive(Debug, Clone)]
@@ -127,20 +127,28 @@ impl HttpConnection {
             }
         };
         let status = response.status();
-        let text = response.body_mut().read_to_string().map_err(|e| {
-            error(
-                op,
-                ErrorKind::Protocol,
-                format!("cannot read the response of {url}: {e}"),
-            )
-        })?;
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("no content type")
+            .to_string();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_RESPONSE_BYTES as u64)
+            .read_to_string()
+            .map_err(|e| self.body_error(op, status, e))?;
         let value: Value = serde_json::from_str(&text).map_err(|_| {
+            let shown = text.split_whitespace().collect::<Vec<_>>().join(" ");
             error(
                 op,
                 ErrorKind::Protocol,
                 format!(
-                    "{url} answered HTTP {status} with a body that is not JSON: {}",
-                    excerpt(&text)
+                    "{url} answered HTTP {status} ({content_type}) with a body that is not a \
+                     protocol response (JSON {{\"id\", \"ok\"}} or {{\"id\", \"error\"}}); is \
+                     the system itself answering at this URL? The body: {}",
+                    excerpt(&shown)
                 ),
             )
         })?;
@@ -166,6 +174,40 @@ impl HttpConnection {
                 excerpt(&text)
             ),
         ))
+    }
+}
+
+impl HttpConnection {
+    /// Why a response body could not be read: too long, too slow, or cut off.
+    fn body_error(&self, op: &str, status: ureq::http::StatusCode, e: ureq::Error) -> StageError {
+        let url = &self.options.url;
+        match e {
+            ureq::Error::BodyExceedsLimit(limit) => error(
+                op,
+                ErrorKind::Protocol,
+                format!(
+                    "{url} answered HTTP {status} with a body of more than {limit} bytes, the most \
+                     a response may have; return less from `{op}` (fewer or shorter passages, a \
+                     shorter answer)"
+                ),
+            ),
+            ureq::Error::Timeout(_) => error(
+                op,
+                ErrorKind::Timeout,
+                format!(
+                    "{url} answered HTTP {status} but did not finish its body within {:.1}s",
+                    self.options.timeout.as_secs_f64()
+                ),
+            ),
+            other => error(
+                op,
+                ErrorKind::Crash,
+                format!(
+                    "{url} answered HTTP {status}, then the connection failed before the end of \
+                     the body ({other}); did the system crash or close the connection early?"
+                ),
+            ),
+        }
     }
 }
 

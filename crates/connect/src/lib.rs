@@ -2,9 +2,12 @@
 //!
 //! A system runs as persistent worker processes speaking NDJSON over stdin/stdout (protocol v1,
 //! `docs/protocol.md`): the embedded Python shim for `object: module:Class`, or any program for
-//! `command: [...]`. [`WorkerConnection`] implements [`SystemConnection`]: it matches responses
-//! to requests by id (several may be in flight), captures stderr, and restarts the process after
-//! a crash or a timeout, reporting that call's failure as a [`StageError`].
+//! `command: [...]`. [`WorkerConnection`] implements [`SystemConnection`]: it sends one request at
+//! a time and checks the response's id, captures stderr (bounded: the first lines per case, the
+//! last ones for errors, each line cut at 4 KiB), and restarts the process after a crash or a
+//! timeout, reporting that call's failure as a [`StageError`]; a worker that exited between two
+//! requests is restarted before the next one, which it never saw. Responses are bounded by
+//! [`MAX_RESPONSE_BYTES`].
 #![warn(missing_docs)]
 
 mod http;
@@ -15,6 +18,11 @@ mod worker;
 pub use http::{HttpConnection, HttpOptions};
 pub use shim::{install_python_shim, PYTHON_SHIM_FILES};
 pub use worker::{WorkerCommand, WorkerConnection, WorkerOptions, PROTOCOL_VERSION};
+
+/// The longest response accepted from a system, in bytes: one protocol line of a worker, or the
+/// body of an HTTP response. A longer one is read to its end and dropped (never held whole in
+/// memory), and its request fails with a protocol error saying so.
+pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 /// How to reach the system: a worker process or an HTTP endpoint.
 #[derive(Debug, Clone)]

@@ -1,13 +1,13 @@
 //! One worker process and the protocol spoken with it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::reply;
+use crate::{reply, MAX_RESPONSE_BYTES};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use oloproof_core::context::ContextPassage;
 use oloproof_core::passage::{Passage, Retrieval};
@@ -18,10 +18,14 @@ use serde_json::{json, Map, Value};
 /// Protocol version this host speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// Lines of stderr kept per worker.
+/// Lines of stderr kept per worker (the last ones, for errors) and per case (the first ones).
 const STDERR_KEEP: usize = 400;
 /// Lines of stderr attached to an error.
 const STDERR_TAIL: usize = 20;
+/// Longest stderr line kept, in bytes; the rest of a longer line is dropped and counted.
+const STDERR_LINE_MAX: usize = 4096;
+/// Bytes of an oversized response line quoted in its error.
+const HEAD_BYTES: usize = 80;
 
 /// The program to start (no shell).
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +53,132 @@ pub struct WorkerOptions {
 
 enum Incoming {
     Line(String),
+    /// A line longer than [`MAX_RESPONSE_BYTES`]: its length and its first bytes. The rest was
+    /// read and dropped, never held in memory.
+    Oversized {
+        bytes: usize,
+        head: String,
+    },
+    /// A line that is not UTF-8: where the first bad byte is, and the line shown lossily.
+    NotUtf8 {
+        offset: usize,
+        byte: u8,
+        shown: String,
+    },
     Eof,
+}
+
+/// One line read by [`read_lines`]: at most `max` of its bytes, and its full length.
+struct BoundedLine {
+    kept: Vec<u8>,
+    len: usize,
+}
+
+/// Reads `\n`-terminated lines from `input`, keeping at most `max` bytes of each (the rest is
+/// read and dropped, so a line of any length costs at most `max` bytes of memory), until end of
+/// file or a read error, or until `each` returns `false`. A last line without its `\n` counts.
+fn read_lines(input: impl std::io::Read, max: usize, mut each: impl FnMut(BoundedLine) -> bool) {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut kept = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        if buf.is_empty() {
+            if len > 0 {
+                each(BoundedLine { kept, len });
+            }
+            return;
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        let room = max.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        len += chunk.len();
+        let consumed = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            if kept.last() == Some(&b'\r') && kept.len() == len {
+                kept.pop();
+                len -= 1;
+            }
+            let line = BoundedLine {
+                kept: std::mem::take(&mut kept),
+                len: std::mem::take(&mut len),
+            };
+            if !each(line) {
+                return;
+            }
+        }
+    }
+}
+
+/// What the stdout reader hands over for one line.
+fn incoming(line: BoundedLine) -> Incoming {
+    if line.len > MAX_RESPONSE_BYTES {
+        let head = &line.kept[..line.kept.len().min(HEAD_BYTES)];
+        return Incoming::Oversized {
+            bytes: line.len,
+            head: String::from_utf8_lossy(head).into_owned(),
+        };
+    }
+    match String::from_utf8(line.kept) {
+        Ok(text) => Incoming::Line(text),
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            Incoming::NotUtf8 {
+                offset,
+                byte: bytes[offset],
+                shown: String::from_utf8_lossy(&bytes).into_owned(),
+            }
+        }
+    }
+}
+
+/// A stderr line as kept: lossily decoded, cut at [`STDERR_LINE_MAX`] bytes with the rest
+/// counted.
+fn stderr_text(line: BoundedLine) -> String {
+    let mut text = String::from_utf8_lossy(&line.kept).into_owned();
+    if line.len > line.kept.len() {
+        text.push_str(&format!(
+            "… ({} more bytes of this line not kept)",
+            line.len - line.kept.len()
+        ));
+    }
+    text
+}
+
+/// Stderr lines not yet attached to a case: the first [`STDERR_KEEP`], and how many more came.
+#[derive(Default)]
+struct Unread {
+    lines: Vec<String>,
+    dropped: usize,
+}
+
+impl Unread {
+    fn push(&mut self, line: String) {
+        if self.lines.len() < STDERR_KEEP {
+            self.lines.push(line);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The lines, with a last one saying how many were not kept.
+    fn take(&mut self) -> Vec<String> {
+        let mut lines = std::mem::take(&mut self.lines);
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped > 0 {
+            lines.push(format!(
+                "… {dropped} more lines of stderr not kept (oloproof keeps the first {STDERR_KEEP} per case)"
+            ));
+        }
+        lines
+    }
 }
 
 struct Process {
@@ -57,8 +186,7 @@ struct Process {
     stdin: ChildStdin,
     stdout: Receiver<Incoming>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    stderr_unread: Arc<Mutex<Vec<String>>>,
-    stash: HashMap<u64, Value>,
+    stderr_unread: Arc<Mutex<Unread>>,
 }
 
 impl Drop for Process {
@@ -75,7 +203,7 @@ pub struct WorkerConnection {
     info: SystemInfo,
     next_id: u64,
     /// Stderr lines of processes that died, not yet taken.
-    orphan_stderr: Vec<String>,
+    orphan_stderr: Unread,
 }
 
 fn stage_error(stage: &str, kind: ErrorKind, message: impl Into<String>) -> StageError {
@@ -103,7 +231,7 @@ impl WorkerConnection {
                 ops: Vec::new(),
             },
             next_id: 1,
-            orphan_stderr: Vec::new(),
+            orphan_stderr: Unread::default(),
         };
         conn.info = conn.start()?;
         Ok(conn)
@@ -146,35 +274,21 @@ impl WorkerConnection {
             .ok_or_else(|| stage_error("hello", ErrorKind::Spawn, "no stderr"))?;
         let (tx, rx) = crossbeam_channel::unbounded();
         std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => {
-                        let _ = tx.send(Incoming::Eof);
-                        return;
-                    }
-                    Ok(_) => {
-                        if tx
-                            .send(Incoming::Line(line.trim_end().to_string()))
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
+            read_lines(stdout, MAX_RESPONSE_BYTES, |line| {
+                tx.send(incoming(line)).is_ok()
+            });
+            let _ = tx.send(Incoming::Eof);
         });
         let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let unread = Arc::new(Mutex::new(Vec::new()));
+        let unread = Arc::new(Mutex::new(Unread::default()));
         {
             let tail = Arc::clone(&tail);
             let unread = Arc::clone(&unread);
+            // Always drained, whatever comes (invalid UTF-8, endless lines): a worker blocked on
+            // a full stderr pipe would look hung.
             std::thread::spawn(move || {
-                let reader = BufReader::new(stderr);
-                for line in reader.lines() {
-                    let Ok(line) = line else { return };
+                read_lines(stderr, STDERR_LINE_MAX, |line| {
+                    let line = stderr_text(line);
                     if let Ok(mut t) = tail.lock() {
                         if t.len() == STDERR_KEEP {
                             t.pop_front();
@@ -182,11 +296,10 @@ impl WorkerConnection {
                         t.push_back(line.clone());
                     }
                     if let Ok(mut u) = unread.lock() {
-                        if u.len() < STDERR_KEEP {
-                            u.push(line);
-                        }
+                        u.push(line);
                     }
-                }
+                    true
+                });
             });
         }
         Ok(Process {
@@ -195,7 +308,6 @@ impl WorkerConnection {
             stdout: rx,
             stderr: tail,
             stderr_unread: unread,
-            stash: HashMap::new(),
         })
     }
 
@@ -248,12 +360,39 @@ impl WorkerConnection {
     fn kill(&mut self) {
         if let Some(p) = self.process.take() {
             if let Ok(mut u) = p.stderr_unread.lock() {
-                self.orphan_stderr.append(&mut u);
+                for line in u.take() {
+                    self.orphan_stderr.push(line);
+                }
             }
         }
     }
 
-    /// Sends one request and waits for its response (other responses are stashed).
+    /// Writes one request line; `Err` when the worker is already gone (it exited, or closed its
+    /// stdin), so it cannot have received the request.
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        let p = self
+            .process
+            .as_mut()
+            .expect("process started before sending");
+        if let Ok(Some(status)) = p.child.try_wait() {
+            return Err(status.to_string());
+        }
+        p.stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| p.stdin.write_all(b"\n"))
+            .and_then(|_| p.stdin.flush())
+            .map_err(|e| match self.exit_status() {
+                Some(status) => status,
+                None => format!("its stdin is closed ({e})"),
+            })
+    }
+
+    /// Sends one request and waits for its response.
+    ///
+    /// A worker found dead when the request is written (it exited after its last response,
+    /// between two requests) never saw the request: it is restarted and the request sent to the
+    /// new process, once. A reply for any other request id is a protocol error: this host has
+    /// one request in flight per worker.
     fn request(&mut self, op: &str, payload: Value) -> Result<Value, StageError> {
         if self.process.is_none() {
             // Restart after a crash or timeout; the fresh process says hello again.
@@ -271,22 +410,37 @@ impl WorkerConnection {
         message.insert("id".into(), json!(id));
         message.insert("op".into(), json!(op));
         let line = Value::Object(message).to_string();
-        let deadline = Instant::now() + self.options.timeout;
-        let write_result = {
-            let p = self.process.as_mut().expect("process started above");
-            p.stdin
-                .write_all(line.as_bytes())
-                .and_then(|_| p.stdin.write_all(b"\n"))
-                .and_then(|_| p.stdin.flush())
-        };
-        if write_result.is_err() {
-            return Err(self.crashed(op));
+        if let Err(gone) = self.send(&line) {
+            if op == "hello" {
+                return Err(self.crashed(op));
+            }
+            tracing::warn!(
+                op,
+                "the worker exited between two requests ({gone}); restarting it for `{op}`"
+            );
+            self.kill();
+            self.info = self.start().map_err(|mut e| {
+                e.stage = op.to_string();
+                e
+            })?;
+            if let Err(again) = self.send(&line) {
+                let mut err = stage_error(
+                    op,
+                    ErrorKind::Crash,
+                    format!(
+                        "worker exited between two requests ({gone}), and again right after the \
+                         `hello` of its restart ({again}), before it received `{op}`; a worker \
+                         must keep reading requests until `shutdown`"
+                    ),
+                );
+                err.stderr_tail = self.stderr_tail();
+                self.kill();
+                return Err(err);
+            }
         }
+        let deadline = Instant::now() + self.options.timeout;
         loop {
             let p = self.process.as_mut().expect("process is live");
-            if let Some(v) = p.stash.remove(&id) {
-                return self.unwrap_response(op, v);
-            }
             let wait = deadline.saturating_duration_since(Instant::now());
             match p.stdout.recv_timeout(wait) {
                 Ok(Incoming::Line(text)) => {
@@ -308,7 +462,15 @@ impl WorkerConnection {
                     match value.get("id").and_then(Value::as_u64) {
                         Some(rid) if rid == id => return self.unwrap_response(op, value),
                         Some(rid) => {
-                            p.stash.insert(rid, value);
+                            return Err(self.protocol_error(
+                                op,
+                                format!(
+                                    "worker answered request {rid}, which is not in flight (this \
+                                     `{op}` is request {id}); each response must carry the `id` of \
+                                     its request: {}",
+                                    truncate(&value.to_string(), 200)
+                                ),
+                            ))
                         }
                         None => {
                             if let Some(err) = value.get("error") {
@@ -320,10 +482,38 @@ impl WorkerConnection {
                             }
                             return Err(self.protocol_error(
                                 op,
-                                format!("response without an id: {}", truncate(&text, 200)),
+                                format!(
+                                    "response without an id: {}",
+                                    truncate(&value.to_string(), 200)
+                                ),
                             ));
                         }
                     }
+                }
+                Ok(Incoming::Oversized { bytes, head }) => {
+                    return Err(self.protocol_error(
+                        op,
+                        format!(
+                            "worker wrote a line of {bytes} bytes, more than the {MAX_RESPONSE_BYTES} \
+                             bytes a response may have (it was read and dropped); return less from \
+                             `{op}` (fewer or shorter passages, a shorter answer). It began: {}",
+                            truncate(&head, HEAD_BYTES)
+                        ),
+                    ))
+                }
+                Ok(Incoming::NotUtf8 {
+                    offset,
+                    byte,
+                    shown,
+                }) => {
+                    return Err(self.protocol_error(
+                        op,
+                        format!(
+                            "worker wrote a line that is not UTF-8 (byte 0x{byte:02x} at offset \
+                             {offset}); protocol lines are UTF-8 JSON, so write stdout as UTF-8: {}",
+                            truncate(&shown, 200)
+                        ),
+                    ))
                 }
                 Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
                     return Err(self.crashed(op))
@@ -345,19 +535,23 @@ impl WorkerConnection {
         }
     }
 
-    fn crashed(&mut self, op: &str) -> StageError {
-        let status = self.process.as_mut().and_then(|p| {
-            let deadline = Instant::now() + Duration::from_millis(500);
-            loop {
-                match p.child.try_wait() {
-                    Ok(Some(s)) => return Some(s.to_string()),
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(5))
-                    }
-                    _ => return None,
+    /// The worker's exit status, waiting up to half a second for it to exit.
+    fn exit_status(&mut self) -> Option<String> {
+        let p = self.process.as_mut()?;
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            match p.child.try_wait() {
+                Ok(Some(s)) => return Some(s.to_string()),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
                 }
+                _ => return None,
             }
-        });
+        }
+    }
+
+    fn crashed(&mut self, op: &str) -> StageError {
+        let status = self.exit_status();
         let mut err = stage_error(
             op,
             ErrorKind::Crash,
@@ -454,10 +648,10 @@ impl SystemConnection for WorkerConnection {
     }
 
     fn take_stderr(&mut self) -> Vec<String> {
-        let mut lines = std::mem::take(&mut self.orphan_stderr);
+        let mut lines = self.orphan_stderr.take();
         if let Some(p) = &self.process {
             if let Ok(mut u) = p.stderr_unread.lock() {
-                lines.append(&mut u);
+                lines.append(&mut u.take());
             }
         }
         lines
@@ -477,5 +671,74 @@ impl Drop for WorkerConnection {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<(Vec<u8>, usize)> {
+        let mut out = Vec::new();
+        read_lines(input, max, |l| {
+            out.push((l.kept, l.len));
+            true
+        });
+        out
+    }
+
+    #[test]
+    fn lines_are_bounded_and_counted() {
+        assert_eq!(
+            lines(b"ab\r\n\ncdef\nlast", 3),
+            vec![
+                (b"ab".to_vec(), 2),
+                (Vec::new(), 0),
+                (b"cde".to_vec(), 4),
+                (b"las".to_vec(), 4)
+            ]
+        );
+        // A line longer than the reader's buffer is still cut at `max` and counted whole.
+        let long = [vec![b'x'; 200_000], b"\nnext\n".to_vec()].concat();
+        let got = lines(&long, 10);
+        assert_eq!(got[0], (vec![b'x'; 10], 200_000));
+        assert_eq!(got[1], (b"next".to_vec(), 4));
+    }
+
+    #[test]
+    fn oversized_and_non_utf8_lines_are_told_apart() {
+        let line = |kept: &[u8], len| BoundedLine {
+            kept: kept.to_vec(),
+            len,
+        };
+        assert!(matches!(incoming(line(b"{}", 2)), Incoming::Line(t) if t == "{}"));
+        assert!(matches!(
+            incoming(line(b"{\"id\":1", MAX_RESPONSE_BYTES + 1)),
+            Incoming::Oversized { bytes, head } if bytes == MAX_RESPONSE_BYTES + 1 && head == "{\"id\":1"
+        ));
+        assert!(matches!(
+            incoming(line(b"ab\xffc", 4)),
+            Incoming::NotUtf8 { offset: 2, byte: 0xff, shown } if shown == "ab\u{fffd}c"
+        ));
+        assert_eq!(
+            stderr_text(line(b"ab\xff", 10)),
+            "ab\u{fffd}… (7 more bytes of this line not kept)"
+        );
+    }
+
+    #[test]
+    fn unread_stderr_keeps_the_first_lines_and_counts_the_rest() {
+        let mut u = Unread::default();
+        for i in 0..STDERR_KEEP + 5 {
+            u.push(format!("line {i}"));
+        }
+        let lines = u.take();
+        assert_eq!(lines.len(), STDERR_KEEP + 1);
+        assert_eq!(lines[0], "line 0");
+        assert_eq!(
+            lines[STDERR_KEEP],
+            "… 5 more lines of stderr not kept (oloproof keeps the first 400 per case)"
+        );
+        assert!(u.take().is_empty());
     }
 }

@@ -12,6 +12,18 @@
 //!
 //! A case's trace, verdicts and cache entries are written in one transaction as soon as the case
 //! finishes, so a killed run loses at most the cases in flight and resumes from the rest.
+//!
+//! A failed write (disk full, the file locked by another process for longer than
+//! [`ENV_BUSY_TIMEOUT`] allows, a damaged file) rolls back its transaction, so the cases recorded
+//! before stay intact; every error says what happened and what to do, and a write error during a
+//! run names the run to resume. A store written by an older Oloproof gets the tables added since
+//! when it is opened for writing.
+//!
+//! ```
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = oloproof_store::SqliteStore::open(&dir.path().join("oloproof.db")).unwrap();
+//! assert!(store.list_runs().unwrap().is_empty());
+//! ```
 #![warn(missing_docs)]
 
 use std::path::Path;
@@ -22,12 +34,66 @@ use rusqlite::{params, Connection, OptionalExtension};
 /// Current schema version, stored in `meta`.
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// How long to wait for a lock held by another process before giving up, in seconds (default
+/// [`DEFAULT_BUSY_TIMEOUT_S`]).
+pub const ENV_BUSY_TIMEOUT: &str = "OLOPROOF_STORE_BUSY_TIMEOUT_S";
+/// The default of [`ENV_BUSY_TIMEOUT`].
+pub const DEFAULT_BUSY_TIMEOUT_S: f64 = 30.0;
+
+/// The wait for locks: [`ENV_BUSY_TIMEOUT`] when set, else [`DEFAULT_BUSY_TIMEOUT_S`].
+fn busy_timeout() -> Result<Duration> {
+    let Ok(value) = std::env::var(ENV_BUSY_TIMEOUT) else {
+        return Ok(Duration::from_secs_f64(DEFAULT_BUSY_TIMEOUT_S));
+    };
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or(StoreError::BusyTimeout { value })
+}
+
+/// What a SQLite failure means for the user and what to do about it.
+fn advice(source: &rusqlite::Error, path: &str) -> String {
+    use rusqlite::ErrorCode as C;
+    match source.sqlite_error_code() {
+        Some(C::DiskFull) => "the disk holding it is full: free some space".into(),
+        Some(C::DatabaseBusy | C::DatabaseLocked) => format!(
+            "another process holds a lock on it (another oloproof command writing to this store, \
+             or a program such as `sqlite3` with a transaction open) and did not release it in \
+             time ({ENV_BUSY_TIMEOUT}, {DEFAULT_BUSY_TIMEOUT_S} s by default): let it finish or \
+             close it"
+        ),
+        Some(C::DatabaseCorrupt | C::NotADatabase) => format!(
+            "the file is damaged (truncated or overwritten) or is not an Oloproof run store; it \
+             was left as it is: restore it from a backup, or salvage what is readable with \
+             `sqlite3 {path} .recover | sqlite3 recovered.db` and put recovered.db in its place"
+        ),
+        Some(C::ReadOnly | C::PermissionDenied | C::CannotOpen) => {
+            "it cannot be opened for writing: check the permissions of the file and its folder"
+                .into()
+        }
+        Some(C::SystemIoFailure) => {
+            "the operating system failed to read or write it: check the disk".into()
+        }
+        _ => String::new(),
+    }
+}
+
+fn with_advice(source: &rusqlite::Error, path: &str) -> String {
+    match advice(source, path) {
+        a if a.is_empty() => source.to_string(),
+        a => format!("{source}: {a}"),
+    }
+}
+
 /// Store failures.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// SQLite failed.
-    #[error("run store {path}: {source}")]
+    #[error("run store {path}: {}", with_advice(source, path))]
     Sqlite {
         /// The database path.
         path: String,
@@ -52,6 +118,28 @@ pub enum StoreError {
     Schema {
         /// The version found.
         found: i64,
+    },
+    /// A run's progress (claimed or finished cases, its status) could not be written; the cases
+    /// recorded before are intact and the run can be resumed.
+    #[error(
+        "cannot write run {run_id} to the run store {path}: {}. The cases recorded before are \
+         kept; once that is fixed, finish the run with `oloproof run --resume {run_id}`",
+        with_advice(source, path)
+    )]
+    Record {
+        /// The database path.
+        path: String,
+        /// The run.
+        run_id: String,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// [`ENV_BUSY_TIMEOUT`] is not a number of seconds.
+    #[error("{ENV_BUSY_TIMEOUT}={value:?} is not a number of seconds between 0 and 86400")]
+    BusyTimeout {
+        /// The value found.
+        value: String,
     },
 }
 
@@ -189,7 +277,7 @@ impl SqliteStore {
             path: shown.clone(),
             source,
         })?;
-        conn.busy_timeout(Duration::from_secs(30))
+        conn.busy_timeout(busy_timeout()?)
             .map_err(|source| StoreError::Sqlite {
                 path: shown.clone(),
                 source,
@@ -204,9 +292,17 @@ impl SqliteStore {
         }
     }
 
+    fn record_error(&self, run_id: &str, source: rusqlite::Error) -> StoreError {
+        StoreError::Record {
+            path: self.path.clone(),
+            run_id: run_id.to_string(),
+            source,
+        }
+    }
+
     fn init(&self) -> Result<()> {
         self.conn
-            .busy_timeout(Duration::from_secs(30))
+            .busy_timeout(busy_timeout()?)
             .map_err(self.err())?;
         self.conn
             .execute_batch(
@@ -324,8 +420,9 @@ impl SqliteStore {
     /// them in order with their attempt numbers.
     pub fn claim_pending(&mut self, run_id: &str, lease: Duration) -> Result<Vec<CaseRecord>> {
         let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
+        let e = |source| StoreError::Record {
             path: path.clone(),
+            run_id: run_id.to_string(),
             source,
         };
         let tx = self.conn.transaction().map_err(e)?;
@@ -364,8 +461,9 @@ impl SqliteStore {
         results: &[CaseResult<'_>],
     ) -> Result<Vec<bool>> {
         let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
+        let e = |source| StoreError::Record {
             path: path.clone(),
+            run_id: run_id.to_string(),
             source,
         };
         let tx = self.conn.transaction().map_err(e)?;
@@ -431,7 +529,7 @@ impl SqliteStore {
                 "UPDATE runs SET status = ?2, summary_json = ?3, finished_ms = ?4 WHERE id = ?1",
                 params![run_id, status, summary_json, now_ms()],
             )
-            .map_err(self.err())?;
+            .map_err(|source| self.record_error(run_id, source))?;
         Ok(())
     }
 
@@ -452,7 +550,7 @@ impl SqliteStore {
     pub fn reopen_run(&mut self, run_id: &str) -> Result<()> {
         self.conn
             .execute("UPDATE runs SET status = 'running' WHERE id = ?1", [run_id])
-            .map_err(self.err())?;
+            .map_err(|source| self.record_error(run_id, source))?;
         Ok(())
     }
 
@@ -755,6 +853,40 @@ fn case_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CaseRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_say_what_to_do() {
+        let err = |code, text: &str| {
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(text.into()))
+        };
+        let full = StoreError::Record {
+            path: "p.db".into(),
+            run_id: "run_1".into(),
+            source: err(rusqlite::ffi::SQLITE_FULL, "database or disk is full"),
+        };
+        assert_eq!(
+            full.to_string(),
+            "cannot write run run_1 to the run store p.db: database or disk is full: the disk \
+             holding it is full: free some space. The cases recorded before are kept; once that \
+             is fixed, finish the run with `oloproof run --resume run_1`"
+        );
+        let damaged = StoreError::Sqlite {
+            path: "p.db".into(),
+            source: err(rusqlite::ffi::SQLITE_NOTADB, "file is not a database"),
+        };
+        assert!(damaged
+            .to_string()
+            .contains("salvage what is readable with `sqlite3 p.db .recover"));
+        // Errors without advice are shown as SQLite gives them.
+        let other = StoreError::Sqlite {
+            path: "p.db".into(),
+            source: err(rusqlite::ffi::SQLITE_CONSTRAINT, "UNIQUE constraint failed"),
+        };
+        assert_eq!(
+            other.to_string(),
+            "run store p.db: UNIQUE constraint failed"
+        );
+    }
 
     fn new_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();

@@ -26,6 +26,15 @@ pub enum ViewError {
         #[source]
         source: std::io::Error,
     },
+    /// The store cannot be served: damaged, written by a newer Oloproof, locked, unreadable.
+    #[error("cannot serve {path}: {source}")]
+    Store {
+        /// The store.
+        path: String,
+        /// Why.
+        #[source]
+        source: oloproof_store::StoreError,
+    },
     /// The async runtime or the server failed.
     #[error("the web server failed: {0}")]
     Serve(#[source] std::io::Error),

@@ -65,6 +65,21 @@ pub fn shell(title: &str, crumbs: &[(String, String)], body: &str) -> String {
     )
 }
 
+/// Longest part of a request (an id, a filter value, a path) repeated in a 400 or 404 page.
+pub const QUOTED_MAX: usize = 120;
+
+/// A value from the request as an error page repeats it: at most [`QUOTED_MAX`] characters,
+/// and its length when cut, so an oversized query string is not echoed back whole.
+pub fn quoted(value: &str) -> String {
+    let chars = value.chars().count();
+    if chars <= QUOTED_MAX {
+        value.to_string()
+    } else {
+        let head: String = value.chars().take(QUOTED_MAX).collect();
+        format!("{head}… ({chars} characters)")
+    }
+}
+
 /// A page saying what was not found (served with status 404).
 pub fn not_found_page(message: &str) -> String {
     shell(
@@ -413,7 +428,8 @@ pub fn run_page(
     if let Some(c) = criterion {
         if !criteria.iter().any(|x| x == c) {
             return Err(PageError::BadRequest(format!(
-                "run {id} has no criterion `{c}`; its criteria are {}",
+                "run {id} has no criterion `{}`; its criteria are {}",
+                quoted(c),
                 criteria.join(", ")
             )));
         }
@@ -422,7 +438,8 @@ pub fn run_page(
     if let Some(o) = wanted_outcome {
         if !OUTCOMES.contains(&o) {
             return Err(PageError::BadRequest(format!(
-                "unknown outcome `{o}`; use one of {}",
+                "unknown outcome `{}`; use one of {}",
+                quoted(o),
                 OUTCOMES.join(", ")
             )));
         }
@@ -432,7 +449,8 @@ pub fn run_page(
             Some((k, v)) if slice_keys.iter().any(|x| x == k) => Some((k, v)),
             _ => {
                 return Err(PageError::BadRequest(format!(
-                "slice filter `{s}` is not `key=value` with a slice of the run ({}), e.g. `{}=…`",
+                "slice filter `{}` is not `key=value` with a slice of the run ({}), e.g. `{}=…`",
+                quoted(s),
                 slice_keys.join(", "),
                 slice_keys
                     .first()
@@ -830,7 +848,8 @@ pub fn comparison_page(
     if let Some(d) = direction {
         if !DIRECTIONS.contains(&d) {
             return Err(PageError::BadRequest(format!(
-                "unknown direction `{d}`; use one of {}",
+                "unknown direction `{}`; use one of {}",
+                quoted(d),
                 DIRECTIONS.join(", ")
             )));
         }
@@ -840,7 +859,8 @@ pub fn comparison_page(
     if let Some(x) = criterion {
         if !criteria.iter().any(|y| y == x) {
             return Err(PageError::BadRequest(format!(
-                "comparison has no criterion `{x}`; its criteria are {}",
+                "comparison has no criterion `{}`; its criteria are {}",
+                quoted(x),
                 criteria.join(", ")
             )));
         }
@@ -987,7 +1007,8 @@ pub fn diagnosis_page(
     if let Some(l) = wanted {
         if !present.iter().any(|x| x == l) {
             return Err(PageError::BadRequest(format!(
-                "no case of this diagnosis has the label `{l}`; its labels are {}",
+                "no case of this diagnosis has the label `{}`; its labels are {}",
+                quoted(l),
                 present.join(", ")
             )));
         }

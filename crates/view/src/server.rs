@@ -4,13 +4,18 @@
 //! Each request opens the store read-only on a blocking thread, loads what its page needs by
 //! the ids in the path (looked up in the store, never used as file names) and renders it with
 //! [`crate::pages`]. An id the store does not know is a 404 page, a filter naming something the
-//! page does not have a 400 page, a store failure a 500 page: never a panic.
+//! page does not have a 400 page, a store failure a 500 page: never a panic. A path or query
+//! that cannot be decoded (not UTF-8, a repeated filter) is a 400 page too, and a page repeats
+//! at most [`pages::QUOTED_MAX`] characters of anything from the request. The store is opened
+//! for writing once, when the viewer binds: a damaged or newer store is refused then, and one
+//! written by an older Oloproof gets the tables added since.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -65,6 +70,12 @@ impl Viewer {
                 addr,
                 host: settings.host.to_string(),
             });
+        }
+        if settings.store_path.exists() {
+            SqliteStore::open(&settings.store_path).map_err(|source| ViewError::Store {
+                path: settings.store_path.display().to_string(),
+                source,
+            })?;
         }
         let listener =
             TcpListener::bind(addr).map_err(|source| ViewError::Bind { addr, source })?;
@@ -229,7 +240,7 @@ fn internal(e: impl std::fmt::Display) -> PageError {
 fn engine_error(e: EngineError) -> PageError {
     match e {
         EngineError::Store(StoreError::UnknownRun(id)) => {
-            PageError::NotFound(format!("no run `{id}` in this store"))
+            PageError::NotFound(format!("no run `{}` in this store", pages::quoted(&id)))
         }
         other => internal(other),
     }
@@ -262,11 +273,43 @@ async fn index(State(state): State<Arc<AppState>>) -> Response {
     .await
 }
 
+/// A 400 page for a path or query string that cannot be decoded.
+fn rejected(what: &str, detail: &str) -> Response {
+    html(
+        StatusCode::BAD_REQUEST,
+        pages::bad_request_page(&format!("{what}: {}", pages::quoted(detail))),
+    )
+}
+
+/// The path's ids, or the 400 page saying why they cannot be read.
+fn ids<T>(path: Result<Path<T>, PathRejection>) -> Result<T, Response> {
+    path.map(|Path(t)| t).map_err(|e| {
+        rejected(
+            "this address cannot be read (an id in it is not UTF-8 text once percent-decoded?)",
+            &e.body_text(),
+        )
+    })
+}
+
+/// The query's filters, or the 400 page saying why they cannot be read.
+fn filters<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Response> {
+    query.map(|Query(t)| t).map_err(|e| {
+        rejected(
+            "the query string cannot be read (each filter may be given once)",
+            &e.body_text(),
+        )
+    })
+}
+
 async fn run(
     State(state): State<Arc<AppState>>,
-    Path(run_id): Path<String>,
-    Query(filters): Query<CaseFilters>,
+    run_id: Result<Path<String>, PathRejection>,
+    query: Result<Query<CaseFilters>, QueryRejection>,
 ) -> Response {
+    let (run_id, filters) = match (ids(run_id), filters(query)) {
+        (Ok(r), Ok(f)) => (r, f),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     page(state, move |store| {
         let run = load(store, &run_id)?;
         let summary = match pages::stored_summary(&run.record) {
@@ -291,7 +334,8 @@ fn render_case(store: &SqliteStore, run_id: &str, case_id: &str) -> Result<Strin
     let run = load(store, run_id)?;
     let Some((case, trace, verdicts)) = run.cases.iter().find(|(c, _, _)| c.id == case_id) else {
         return Err(PageError::NotFound(format!(
-            "run {run_id} has no case `{case_id}`"
+            "run {run_id} has no case `{}`",
+            pages::quoted(case_id)
         )));
     };
     let diagnoses = diagnoses_of(store, run_id)?;
@@ -306,8 +350,12 @@ fn render_case(store: &SqliteStore, run_id: &str, case_id: &str) -> Result<Strin
 
 async fn case(
     State(state): State<Arc<AppState>>,
-    Path((run_id, case_id)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
 ) -> Response {
+    let (run_id, case_id) = match ids(path) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
     page(state, move |store| render_case(store, &run_id, &case_id)).await
 }
 
@@ -318,9 +366,13 @@ struct CaseQuery {
 
 async fn case_by_query(
     State(state): State<Arc<AppState>>,
-    Path(run_id): Path<String>,
-    Query(q): Query<CaseQuery>,
+    run_id: Result<Path<String>, PathRejection>,
+    query: Result<Query<CaseQuery>, QueryRejection>,
 ) -> Response {
+    let (run_id, q) = match (ids(run_id), filters(query)) {
+        (Ok(r), Ok(q)) => (r, q),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     page(state, move |store| match q.id {
         Some(case_id) => render_case(store, &run_id, &case_id),
         None => Err(PageError::BadRequest(
@@ -332,13 +384,18 @@ async fn case_by_query(
 
 async fn comparison(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(filters): Query<ComparisonFilters>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<ComparisonFilters>, QueryRejection>,
 ) -> Response {
+    let (id, filters) = match (ids(id), filters(query)) {
+        (Ok(i), Ok(f)) => (i, f),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     page(state, move |store| {
         let Some(c) = load_comparison(store, &id).map_err(engine_error)? else {
             return Err(PageError::NotFound(format!(
-                "no comparison `{id}` in this store"
+                "no comparison `{}` in this store",
+                pages::quoted(&id)
             )));
         };
         let candidate = load(store, &c.candidate)?;
@@ -350,13 +407,18 @@ async fn comparison(
 
 async fn diagnosis(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
-    Query(filter): Query<LabelFilter>,
+    id: Result<Path<String>, PathRejection>,
+    query: Result<Query<LabelFilter>, QueryRejection>,
 ) -> Response {
+    let (id, filter) = match (ids(id), filters(query)) {
+        (Ok(i), Ok(f)) => (i, f),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     page(state, move |store| {
         let Some(d) = load_diagnosis(store, &id).map_err(engine_error)? else {
             return Err(PageError::NotFound(format!(
-                "no diagnosis `{id}` in this store"
+                "no diagnosis `{}` in this store",
+                pages::quoted(&id)
             )));
         };
         let run = load(store, &d.content.run_id)?;
@@ -384,6 +446,6 @@ async fn favicon() -> Response {
 async fn fallback(req: Request) -> Response {
     html(
         StatusCode::NOT_FOUND,
-        pages::not_found_page(&format!("nothing at {}", req.uri().path())),
+        pages::not_found_page(&format!("nothing at {}", pages::quoted(req.uri().path()))),
     )
 }
