@@ -45,14 +45,18 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) | CliError::Config(_) | CliError::Trec(_) => exit_codes::USAGE,
-            CliError::Store(StoreError::UnknownRun(_)) => exit_codes::USAGE,
+            CliError::Store(StoreError::UnknownRun(_) | StoreError::BusyTimeout { .. }) => {
+                exit_codes::USAGE
+            }
             CliError::Store(_) | CliError::Output(_) => exit_codes::INCOMPLETE,
             CliError::Engine(e) => match e {
                 EngineError::Config(_)
                 | EngineError::Cases(_)
                 | EngineError::NotResumable { .. }
                 | EngineError::Usage(_) => exit_codes::USAGE,
-                EngineError::Store(StoreError::UnknownRun(_)) => exit_codes::USAGE,
+                EngineError::Store(StoreError::UnknownRun(_) | StoreError::BusyTimeout { .. }) => {
+                    exit_codes::USAGE
+                }
                 _ => exit_codes::INCOMPLETE,
             },
         }

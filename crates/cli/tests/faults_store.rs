@@ -255,6 +255,7 @@ fn a_store_locked_by_another_process_then_resume() {
     drop(locker);
     // The wait is a number of seconds; anything else is said so.
     let bad = oloproof_env(&dir, &["runs"], &[(BUSY.0, "soon")]);
+    assert_eq!(bad.status.code(), Some(2), "a bad setting is a usage error");
     assert_eq!(
         stderr(&bad).trim(),
         "error: OLOPROOF_STORE_BUSY_TIMEOUT_S=\"soon\" is not a number of seconds between 0 and 86400"

@@ -611,6 +611,10 @@ pub(crate) fn execute_pending(
         .and_then(|name| registry.client(name))
         .map(|c| c.as_ref());
     let over_budget = || max_cost.is_some_and(|cap| registry.spent_usd() >= cap);
+    // Set when the store refused a write: the workers stop taking cases (their results could
+    // not be recorded, and every system and judge call would be spent for nothing).
+    let store_failed = std::sync::atomic::AtomicBool::new(false);
+    let store_failed = &store_failed;
     let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
     let claimed = store.claim_pending(run_id, lease)?;
     let total = store.run(run_id)?.case_count as u64;
@@ -669,6 +673,9 @@ pub(crate) fn execute_pending(
                     for (case, attempt) in job_rx.iter() {
                         if over_budget() {
                             // The cost cap: stop taking cases; they stay pending and resumable.
+                            break;
+                        }
+                        if store_failed.load(std::sync::atomic::Ordering::Relaxed) {
                             break;
                         }
                         let (trace, mut writes) = execute_case(
@@ -754,6 +761,7 @@ pub(crate) fn execute_pending(
                     })
                     .collect();
                 if let Err(e) = store.complete_cases(run_id, &results) {
+                    store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
                     write_error = Some(e);
                     continue;
                 }

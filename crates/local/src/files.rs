@@ -185,12 +185,42 @@ pub(crate) fn tokenizer(dir: &Path) -> Result<tokenizers::Tokenizer> {
         "tokenizer.json",
         "the fast tokenizer file saved by Hugging Face `tokenizers` (tokenizer.save or save_pretrained)",
     )?;
-    let mut tok = tokenizers::Tokenizer::from_file(&path)
+    // JSON first, then the tokenizer from the value: `Tokenizer::from_file` panics on a JSON
+    // syntax error inside `decoder` (tokenizers 0.23's `expect("Helper")`, found by fuzzing),
+    // and this way a syntax error is reported at its line and column.
+    let raw = read_json(&path)?;
+    if let Some(missing) = raw.get("post_processor").and_then(missing_special_token) {
+        // tokenizers 0.23 accepts this file and then panics in every `encode`.
+        return Err(LocalError::bad_file(
+            &path,
+            format!("post_processor: the template uses special token `{missing}`, which its `special_tokens` does not define"),
+        ));
+    }
+    let mut tok: tokenizers::Tokenizer = serde_json::from_value(raw)
         .map_err(|e| LocalError::bad_file(&path, format!("not a tokenizers JSON file: {e}")))?;
     tok.with_padding(None);
     tok.with_truncation(None)
         .map_err(|e| LocalError::bad_file(&path, e))?;
     Ok(tok)
+}
+
+/// A special token that a `TemplateProcessing` post-processor (also inside a `Sequence`) places
+/// in its `single` or `pair` template without defining it in its `special_tokens`.
+fn missing_special_token(processor: &Value) -> Option<String> {
+    if let Some(items) = processor.get("processors").and_then(Value::as_array) {
+        return items.iter().find_map(missing_special_token);
+    }
+    if processor.get("type").and_then(Value::as_str) != Some("TemplateProcessing") {
+        return None;
+    }
+    let defined = processor.get("special_tokens");
+    ["single", "pair"]
+        .iter()
+        .filter_map(|k| processor.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|piece| piece.pointer("/SpecialToken/id").and_then(Value::as_str))
+        .find(|id| defined.and_then(|d| d.get(*id)).is_none())
+        .map(str::to_string)
 }
 
 /// Loaded safetensors weights: their path, tensors and sha256.
@@ -327,6 +357,41 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Found by the `tokenizer` fuzz target (issue 19): a JSON syntax error inside `decoder`
+    /// made `tokenizers::Tokenizer::from_file` panic (`expect("Helper")`).
+    #[test]
+    fn tokenizer_with_a_syntax_error_in_its_decoder_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[],\n\
+                    \"normalizer\":null,\"pre_tokenizer\":null,\"post_processor\":null,\n\
+                    \"decoder\":{\"type\":x},\n\
+                    \"model\":{\"type\":\"WordLevel\",\"vocab\":{},\"unk_token\":\"[UNK]\"}}";
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        let err = tokenizer(dir.path()).expect_err("a malformed tokenizer.json");
+        let message = err.to_string();
+        assert!(message.contains("tokenizer.json"), "{message}");
+        assert!(message.contains("line 3:"), "{message}");
+    }
+
+    /// Found by the `tokenizer` fuzz target (issue 19): a template naming a special token that
+    /// `special_tokens` lacks loaded, then made every `encode` panic ("no entry found for key").
+    #[test]
+    fn tokenizer_template_with_an_undefined_special_token_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},
+            "post_processor":{"type":"TemplateProcessing",
+              "single":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
+              "pair":[{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],
+              "special_tokens":{}},
+            "decoder":null,
+            "model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"}}"#;
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        let err = tokenizer(dir.path()).expect_err("an unusable tokenizer.json");
+        assert!(err.to_string().contains("special token `[CLS]`"), "{err}");
+    }
 
     #[test]
     fn model_types_are_dispatched() {
