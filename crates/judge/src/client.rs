@@ -976,8 +976,10 @@ impl JudgeClient {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| limiter::parse_retry_after(v, SystemTime::now()));
-        let text = match response.body_mut().read_to_string() {
-            Ok(t) => t,
+        // Bytes, then text: a body that is not UTF-8 was received whole, so it is the server's
+        // answer (a protocol error), not a failure to reach it.
+        let bytes = match response.body_mut().read_to_vec() {
+            Ok(b) => b,
             Err(ureq::Error::Timeout(_)) => {
                 return Outcome::Retry {
                     error: JudgeError::Timeout {
@@ -996,6 +998,21 @@ impl JudgeClient {
                     wait: None,
                     rate_limited: false,
                 }
+            }
+        };
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                return Outcome::Fail(JudgeError::Protocol {
+                    judge: self.name.clone(),
+                    url: url.to_string(),
+                    message: format!(
+                        "HTTP {status} with a body that is not UTF-8 (invalid byte 0x{:02x} at offset {at}): {}",
+                        e.as_bytes().get(at).copied().unwrap_or(0),
+                        excerpt(&String::from_utf8_lossy(e.as_bytes()))
+                    ),
+                });
             }
         };
         if (200..300).contains(&status) && text.trim().is_empty() {

@@ -334,3 +334,20 @@ fn plain_string_error_bodies_are_kept() {
         "the message after the status: {text}"
     );
 }
+
+#[test]
+fn a_body_that_is_not_utf8_is_the_servers_answer_not_a_transport_failure() {
+    let mut bad = http("200 OK", "", "{\"choices\": \"xx\"}");
+    let n = bad.len();
+    bad[n - 4] = 0xff;
+    let server = RawServer::start(vec![Raw::Bytes(bad)]);
+    let err = client(settings(&server.base_url()))
+        .complete(&grounded_request())
+        .unwrap_err();
+    assert_eq!(err.kind(), "protocol", "{err}");
+    assert!(
+        err.to_string().contains("not UTF-8 (invalid byte 0xff"),
+        "{err}"
+    );
+    assert_eq!(server.requests(), 1, "an answer is not retried");
+}

@@ -196,22 +196,72 @@ pub(crate) fn tokenizer(dir: &Path) -> Result<tokenizers::Tokenizer> {
             format!("post_processor: the template uses special token `{missing}`, which its `special_tokens` does not define"),
         ));
     }
-    let mut tok: tokenizers::Tokenizer = serde_json::from_value(raw)
-        .map_err(|e| LocalError::bad_file(&path, format!("not a tokenizers JSON file: {e}")))?;
+    // `tokenizers` panics on some malformed files while building its model (a BPE vocabulary
+    // with an empty token, found by fuzzing): a panic there is a bad file, not a crash.
+    let mut tok: tokenizers::Tokenizer = match std::panic::catch_unwind(move || {
+        serde_json::from_value::<tokenizers::Tokenizer>(raw)
+    }) {
+        Ok(Ok(tok)) => tok,
+        Ok(Err(e)) => {
+            return Err(LocalError::bad_file(
+                &path,
+                format!("not a tokenizers JSON file: {e}"),
+            ))
+        }
+        Err(panic) => {
+            return Err(LocalError::bad_file(
+                &path,
+                format!(
+                    "tokenizers cannot build a tokenizer from it (it panicked: {}); the file is malformed",
+                    panic_message(panic.as_ref())
+                ),
+            ))
+        }
+    };
     tok.with_padding(None);
     tok.with_truncation(None)
         .map_err(|e| LocalError::bad_file(&path, e))?;
+    if let Some(panic) = encode_trial(&tok) {
+        return Err(LocalError::bad_file(
+            &path,
+            format!("the tokenizer fails on a test text (tokenizers panicked: {panic}); the file is malformed"),
+        ));
+    }
     Ok(tok)
 }
 
-/// A special token that a `TemplateProcessing` post-processor (also inside a `Sequence`) places
-/// in its `single` or `pair` template without defining it in its `special_tokens`.
+/// Encodes one text and one pair, as the embedders and pair classifiers do, and returns the
+/// panic message if `tokenizers` panicked. Some malformed files load and only fail inside
+/// `encode` (found by fuzzing); trying now makes them an error at load, not a crash mid-run.
+/// An encoding *error* is left for the real call to report.
+pub(crate) fn encode_trial(tok: &tokenizers::Tokenizer) -> Option<String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = tok.encode("How long is the refund window?", true);
+        let _ = tok.encode(
+            ("Is it 14 days?", "Refunds are accepted within 14 days."),
+            true,
+        );
+    }))
+    .err()
+    .map(|p| panic_message(p.as_ref()))
+}
+
+/// The message of a caught panic (`&str` or `String` payloads), else `no message`.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string())
+}
+
+/// A special token that a template post-processor (also inside a `Sequence`) places in its
+/// `single` or `pair` template without defining it in its `special_tokens`. Recognised by its
+/// shape, not its `type`: `tokenizers` reads post-processors untagged, so a misspelt `type`
+/// still loads as a template.
 fn missing_special_token(processor: &Value) -> Option<String> {
     if let Some(items) = processor.get("processors").and_then(Value::as_array) {
         return items.iter().find_map(missing_special_token);
-    }
-    if processor.get("type").and_then(Value::as_str) != Some("TemplateProcessing") {
-        return None;
     }
     let defined = processor.get("special_tokens");
     ["single", "pair"]
@@ -373,6 +423,45 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("tokenizer.json"), "{message}");
         assert!(message.contains("line 3:"), "{message}");
+    }
+
+    /// Found by the `tokenizer` fuzz target (issue 19): tokenizers panics while building a BPE
+    /// model whose vocabulary has an empty token; it is a bad file, not a crash.
+    #[test]
+    fn tokenizer_whose_model_panics_tokenizers_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true},
+            "post_processor":null,"decoder":null,
+            "model":{"type":"BPE","dropout":null,"unk_token":null,"end_of_word_suffix":null,
+              "fuse_unk":false,"byte_fallback":false,
+              "vocab":{"r":0,"e":1,"f":2,"":9},"merges":["r e","re f"]}}"#;
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        let err = tokenizer(dir.path()).expect_err("an unusable tokenizer.json");
+        assert!(
+            err.to_string()
+                .contains("tokenizers cannot build a tokenizer"),
+            "{err}"
+        );
+    }
+
+    /// Found by the `tokenizer` fuzz target in CI (issue 19): a misspelt post-processor `type`
+    /// still loads as a template (tokenizers reads it untagged) and panicked in `encode` on a
+    /// special token its `special_tokens` lacks; recognised by shape, it is refused at load.
+    #[test]
+    fn tokenizer_template_with_a_misspelt_type_is_still_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},
+            "post_processor":{"type":"Templat~Processing",
+              "single":[{"SpecialToken":{"id":"[CLZ]","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
+              "pair":[{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],
+              "special_tokens":{"[CLS]":{"id":"[CLS]","ids":[0],"tokens":["[CLS]"]}}},
+            "decoder":null,
+            "model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},"unk_token":"[UNK]"}}"#;
+        std::fs::write(dir.path().join("tokenizer.json"), text).unwrap();
+        let err = tokenizer(dir.path()).expect_err("an unusable tokenizer.json");
+        assert!(err.to_string().contains("`[CLZ]`"), "{err}");
     }
 
     /// Found by the `tokenizer` fuzz target (issue 19): a template naming a special token that
