@@ -429,3 +429,23 @@ fn an_http_body_cut_off_mid_way_is_a_clear_error() {
         "{message}"
     );
 }
+
+#[test]
+fn an_http_body_that_is_not_utf8_is_a_protocol_error() {
+    let (_tmp, dir) = three("tests/systems/faulty_http", "not-utf8 please");
+    let s = server(&dir, &[]);
+    let o = run_http(&dir, &s, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_summary(&o, 1, 3);
+    // The offset depends on the request id's digits.
+    let message = error_of(&traces(&dir), "fault");
+    let prefix = format!(
+        "generate: protocol: http://127.0.0.1:{}/ answered HTTP 200 OK (application/json) with a \
+         body that is not UTF-8 (invalid byte 0xe9 at offset ",
+        s.port
+    );
+    assert!(
+        message.starts_with(&prefix) && message.ends_with("); protocol responses are UTF-8 JSON"),
+        "{message}"
+    );
+}

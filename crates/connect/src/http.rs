@@ -133,12 +133,26 @@ impl HttpConnection {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("no content type")
             .to_string();
-        let text = response
+        // Bytes, then text: a body that is not UTF-8 arrived whole, so the system answered
+        // (a protocol error), it did not crash.
+        let bytes = response
             .body_mut()
             .with_config()
             .limit(MAX_RESPONSE_BYTES as u64)
-            .read_to_string()
+            .read_to_vec()
             .map_err(|e| self.body_error(op, status, e))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            error(
+                op,
+                ErrorKind::Protocol,
+                format!(
+                    "{url} answered HTTP {status} ({content_type}) with a body that is not UTF-8 \
+                     (invalid byte 0x{:02x} at offset {at}); protocol responses are UTF-8 JSON",
+                    e.as_bytes().get(at).copied().unwrap_or(0)
+                ),
+            )
+        })?;
         let value: Value = serde_json::from_str(&text).map_err(|_| {
             let shown = text.split_whitespace().collect::<Vec<_>>().join(" ");
             error(

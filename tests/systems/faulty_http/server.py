@@ -53,6 +53,8 @@ class Handler(BaseHTTPRequestHandler):
             return None
         if "html-500" in question:
             return self.send(500, "text/html; charset=utf-8", HTML)
+        if "not-utf8" in question:
+            return self.send(200, "application/json", b'{"id": %d, "ok": {"answer": "caf\xe9"}}' % rid)
         if "close-mid-body" in question:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
