@@ -449,3 +449,29 @@ fn a_hung_worker_exits_when_its_host_is_killed() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn verbose_prints_one_line_per_finished_case() {
+    let (_tmp, dir) = project("tests/systems/echo");
+    let o = oloproof(&dir, &["-v", "run", "."]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("case finished"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("case_id=alpha") && l.contains("outcome=ok")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes when stderr is not a terminal: {err}"
+    );
+    // Without -v, nothing per case.
+    let quiet = oloproof(&dir, &["run", "."]);
+    assert!(!stderr(&quiet).contains("case finished"));
+}

@@ -25,6 +25,19 @@ pub enum ErrorKind {
     Spawn,
 }
 
+impl ErrorKind {
+    /// The kind as stored (`raised`, `timeout`, `crash`, `protocol`, `spawn`).
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            ErrorKind::Raised => "raised",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Crash => "crash",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Spawn => "spawn",
+        }
+    }
+}
+
 /// A failed stage, recorded as the case's error (never cached, never scored).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StageError {

@@ -331,7 +331,10 @@ fn run_stages(
                 .map(|c| c.passages.clone())
                 .unwrap_or_default();
             let started = Instant::now();
-            let g = source.connection()?.generate(&case.input, &passages);
+            let g = {
+                let _stage = tracing::debug_span!("stage", stage = "generate").entered();
+                source.connection()?.generate(&case.input, &passages)
+            };
             trace.latency_ms.generate = Some(started.elapsed().as_secs_f64() * 1e3);
             let g = g?;
             if let Ok(json) = serde_json::to_string(&g) {
@@ -363,7 +366,10 @@ fn retrieve(
     }
     trace.cache.retrieve = Some(false);
     let started = Instant::now();
-    let r = source.connection()?.retrieve(&case.input, system.depth);
+    let r = {
+        let _stage = tracing::debug_span!("stage", stage = "retrieve").entered();
+        source.connection()?.retrieve(&case.input, system.depth)
+    };
     trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
     let r = r?;
     if let Ok(json) = serde_json::to_string(&r) {

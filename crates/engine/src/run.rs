@@ -671,6 +671,9 @@ pub(crate) fn execute_pending(
                         cache: &judge_cache,
                     };
                     for (case, attempt) in job_rx.iter() {
+                        let _case_span =
+                            tracing::info_span!("case", run_id = %run_id, case_id = %case.id)
+                                .entered();
                         if over_budget() {
                             // The cost cap: stop taking cases; they stay pending and resumable.
                             break;
@@ -781,11 +784,24 @@ pub(crate) fn execute_pending(
                     if f.trace.error.is_some() {
                         errors += 1;
                     }
-                    missing += f
+                    let case_missing = f
                         .verdicts
                         .iter()
                         .filter(|v| matches!(v.verdict, Verdict::Missing { .. }))
                         .count() as u64;
+                    missing += case_missing;
+                    // `-v`: one line per finished case.
+                    tracing::info!(
+                        run_id = %run_id,
+                        case_id = %f.case_id,
+                        outcome = %match &f.trace.error {
+                            Some(e) => e.kind.as_str(),
+                            None if f.trace.cache.execution => "cached",
+                            None => "ok",
+                        },
+                        missing_verdicts = case_missing,
+                        "case finished"
+                    );
                     observer.case_done(&f.trace, errors, missing);
                 }
             }
