@@ -118,6 +118,21 @@ impl HttpConnection {
                     ),
                 ))
             }
+            // The server answered, but not with an HTTP response we can use (a bare 1xx, a
+            // redirect without `Location`, oversized headers): the system broke the protocol,
+            // it did not crash (found by fuzzing).
+            Err(
+                e @ (ureq::Error::Protocol(_)
+                | ureq::Error::RedirectFailed
+                | ureq::Error::TooManyRedirects
+                | ureq::Error::LargeResponseHeader(..)),
+            ) => {
+                return Err(error(
+                    op,
+                    ErrorKind::Protocol,
+                    format!("{url} answered with a response that is not usable HTTP: {e}"),
+                ))
+            }
             Err(e) => {
                 return Err(error(
                     op,

@@ -962,6 +962,23 @@ impl JudgeClient {
                     rate_limited: false,
                 }
             }
+            // The server answered, but not with usable HTTP (a bare 1xx, a redirect without
+            // `Location`, oversized headers): its answer, not a failure to reach it.
+            Err(
+                e @ (ureq::Error::Protocol(_)
+                | ureq::Error::RedirectFailed
+                | ureq::Error::TooManyRedirects
+                | ureq::Error::LargeResponseHeader(..)),
+            ) => {
+                return Outcome::Fail(JudgeError::Protocol {
+                    judge: self.name.clone(),
+                    url: url.to_string(),
+                    message: format!(
+                        "a response that is not usable HTTP: {}",
+                        redact(&e.to_string(), key)
+                    ),
+                })
+            }
             Err(e) => {
                 return Outcome::Retry {
                     error: transport(e.to_string()),

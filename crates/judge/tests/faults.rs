@@ -351,3 +351,17 @@ fn a_body_that_is_not_utf8_is_the_servers_answer_not_a_transport_failure() {
     );
     assert_eq!(server.requests(), 1, "an answer is not retried");
 }
+
+#[test]
+fn a_response_that_is_not_usable_http_is_a_protocol_error_not_retried() {
+    // A bare informational status, then garbage: the server answered (found by fuzzing).
+    let server = RawServer::start(vec![Raw::Bytes(
+        b"HTTP/1.1 100 Continue\r\n\r\n<html>oops</html>".to_vec(),
+    )]);
+    let err = client(settings(&server.base_url()))
+        .complete(&grounded_request())
+        .unwrap_err();
+    assert_eq!(err.kind(), "protocol", "{err}");
+    assert!(err.to_string().contains("not usable HTTP"), "{err}");
+    assert_eq!(server.requests(), 1);
+}
