@@ -302,19 +302,7 @@ impl JudgeClient {
             self.chat(request, &request.messages, top_logprobs, max_tokens)?;
         let mut usage = first.usage;
         let first_error = match validate(&first, max_tokens) {
-            Ok(parsed) => {
-                return Ok((
-                    JudgeResponse {
-                        raw: first.raw,
-                        parsed,
-                        usage,
-                        cost_usd: self.cost(usage),
-                        attempts,
-                        repaired: false,
-                    },
-                    first.logprobs,
-                ))
-            }
+            Ok(parsed) => return Ok(self.response(first, parsed, usage, attempts, false)),
             Err(e) => e,
         };
         if first.truncated {
@@ -339,17 +327,7 @@ impl JudgeClient {
             attempts += more;
             usage = usage.plus(second.usage);
             return match validate(&second, retry_max) {
-                Ok(parsed) => Ok((
-                    JudgeResponse {
-                        raw: second.raw,
-                        parsed,
-                        usage,
-                        cost_usd: self.cost(usage),
-                        attempts,
-                        repaired: true,
-                    },
-                    second.logprobs,
-                )),
+                Ok(parsed) => Ok(self.response(second, parsed, usage, attempts, true)),
                 Err(_) if second.truncated => Err(JudgeError::Truncated {
                     judge: self.name.clone(),
                     max_tokens,
@@ -391,17 +369,7 @@ impl JudgeClient {
         attempts += more;
         usage = usage.plus(second.usage);
         match validate(&second, max_tokens) {
-            Ok(parsed) => Ok((
-                JudgeResponse {
-                    raw: second.raw,
-                    parsed,
-                    usage,
-                    cost_usd: self.cost(usage),
-                    attempts,
-                    repaired: true,
-                },
-                second.logprobs,
-            )),
+            Ok(parsed) => Ok(self.response(second, parsed, usage, attempts, true)),
             Err(error) => Err(JudgeError::InvalidOutput {
                 error,
                 first_error: Some(first_error),
@@ -410,6 +378,28 @@ impl JudgeClient {
                 attempts,
             }),
         }
+    }
+
+    /// The validated judgment of `reply`, with the usage and requests of the whole call.
+    fn response(
+        &self,
+        reply: Reply,
+        parsed: Value,
+        usage: Usage,
+        attempts: u32,
+        repaired: bool,
+    ) -> (JudgeResponse, Option<Value>) {
+        (
+            JudgeResponse {
+                raw: reply.raw,
+                parsed,
+                usage,
+                cost_usd: self.cost(usage),
+                attempts,
+                repaired,
+            },
+            reply.logprobs,
+        )
     }
 
     /// [`complete_validated`](Self::complete_validated) through `cache`: a hit (whose stored
