@@ -475,3 +475,35 @@ fn verbose_prints_one_line_per_finished_case() {
     let quiet = oloproof(&dir, &["run", "."]);
     assert!(!stderr(&quiet).contains("case finished"));
 }
+
+#[test]
+fn files_that_are_not_utf8_are_located_errors() {
+    let (_tmp, dir) = project("tests/systems/echo");
+    // A Latin-1 é on line 2 of the case file, column 32 (after 31 ASCII characters).
+    let cases = std::fs::read(dir.join("cases.jsonl")).unwrap();
+    let first = cases.iter().position(|b| *b == b'\n').unwrap() + 1;
+    let mut bad = cases[..first].to_vec();
+    bad.extend_from_slice(b"{\"id\":\"latin\",\"input\":{\"q\":\"caf\xe9\"}}\n");
+    std::fs::write(dir.join("cases.jsonl"), &bad).unwrap();
+    let o = oloproof(&dir, &["run", "."]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("cases.jsonl:2:32"), "{err}");
+    assert!(
+        err.contains("not UTF-8: byte 0xe9 at line 2, column 32"),
+        "{err}"
+    );
+    assert!(err.contains("save the file as UTF-8"), "{err}");
+    // The config too.
+    let mut config = std::fs::read(dir.join("oloproof.yaml")).unwrap();
+    config.extend_from_slice(b"# r\xe9sum\xe9\n");
+    std::fs::write(dir.join("oloproof.yaml"), &config).unwrap();
+    let o = oloproof(&dir, &["run", "."]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("oloproof.yaml:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not UTF-8: byte 0xe9"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -274,10 +274,12 @@ fn render(errors: &[SourceError]) -> String {
 /// Reads and validates a JSONL case file.
 pub fn load_cases(path: &std::path::Path) -> Result<Vec<Case>, CaseFileError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| CaseFileError::Read {
+    let bytes = std::fs::read(path).map_err(|source| CaseFileError::Read {
         path: shown.clone(),
         source,
     })?;
+    let text =
+        crate::source::decode_utf8(&shown, bytes).map_err(|e| CaseFileError::Invalid(vec![e]))?;
     parse_cases(&shown, &text).map_err(CaseFileError::Invalid)
 }
 

@@ -886,10 +886,11 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
 /// A `store:` that is not a string is a located error.
 pub fn store_path_of(path: &Path) -> Result<PathBuf, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: shown.clone(),
         source,
     })?;
+    let text = crate::source::decode_utf8(&shown, bytes)?;
     let doc = YamlDocument::parse(&shown, &text)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -923,10 +924,11 @@ fn load_config_inner(
     dataset: Option<&Path>,
 ) -> Result<ProjectConfig, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: shown.clone(),
         source,
     })?;
+    let text = crate::source::decode_utf8(&shown, bytes)?;
     let doc = YamlDocument::parse(&shown, &text)?;
     let mut value = doc.value.clone();
     for assignment in overrides {

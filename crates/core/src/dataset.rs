@@ -128,12 +128,11 @@ pub fn load_dataset(
         path: shown.clone(),
         source,
     })?;
-    let text = String::from_utf8_lossy(&bytes);
+    let sha256 = Sha256::digest(&bytes);
+    let text =
+        crate::source::decode_utf8(&shown, bytes).map_err(|e| CaseFileError::Invalid(vec![e]))?;
     let mut dataset = parse_dataset(&shown, &text, format).map_err(CaseFileError::Invalid)?;
-    dataset.sha256 = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    dataset.sha256 = sha256.iter().map(|b| format!("{b:02x}")).collect();
     Ok(dataset)
 }
 

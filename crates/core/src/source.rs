@@ -469,6 +469,38 @@ fn load_error(path: &str, text: &str, err: marked_yaml::LoadError) -> SourceErro
     )
 }
 
+/// Decodes a file's bytes as UTF-8, or a located error at the first invalid byte (its line
+/// and column, counted in characters of the valid text before it), so that a file saved in
+/// another encoding is pointed at like any other bad input.
+pub fn decode_utf8(path: &str, bytes: Vec<u8>) -> Result<String, SourceError> {
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.into_bytes();
+            let byte = bytes[at];
+            // The valid prefix is UTF-8 by definition; the rest is shown lossily.
+            let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let shown = String::from_utf8_lossy(&bytes);
+            let mut err = SourceError::at(
+                path,
+                &shown,
+                line,
+                column,
+                1,
+                format!("the file is not UTF-8: byte 0x{byte:02x} at line {line}, column {column}"),
+            );
+            err.help = Some(
+                "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`, or your editor's encoding menu)"
+                    .to_string(),
+            );
+            Err(err)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

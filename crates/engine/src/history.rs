@@ -431,8 +431,8 @@ fn value_column(line: &str, key: &str) -> usize {
 /// Reads the history at `path`; `Ok(None)` when the file does not exist yet.
 pub fn read_history(path: &Path) -> Result<Option<Vec<HistoryEntry>>, HistoryError> {
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(HistoryError::Read {
@@ -441,6 +441,8 @@ pub fn read_history(path: &Path) -> Result<Option<Vec<HistoryEntry>>, HistoryErr
             })
         }
     };
+    let text = oloproof_core::source::decode_utf8(&shown, bytes)
+        .map_err(|e| HistoryError::Invalid(vec![e]))?;
     parse_history(&shown, &text)
         .map(Some)
         .map_err(HistoryError::Invalid)
