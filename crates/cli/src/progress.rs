@@ -89,12 +89,21 @@ impl Drop for Ticker {
 }
 
 /// The periodic line's interval: `OLOPROOF_PROGRESS_INTERVAL_S` (seconds, `0` for none), else
-/// [`DEFAULT_INTERVAL`].
+/// [`DEFAULT_INTERVAL`] (also, with a warning, when the variable is not a number).
 fn line_interval() -> Option<Duration> {
     match std::env::var("OLOPROOF_PROGRESS_INTERVAL_S") {
         Ok(v) => match v.trim().parse::<f64>() {
+            Ok(0.0) => None,
             Ok(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-            _ => None,
+            _ => {
+                // Best effort, like the line itself: say so and keep the default.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "warning: OLOPROOF_PROGRESS_INTERVAL_S={v:?} is not a number of seconds (0 turns the progress line off); using {} s",
+                    DEFAULT_INTERVAL.as_secs()
+                );
+                Some(DEFAULT_INTERVAL)
+            }
         },
         Err(_) => Some(DEFAULT_INTERVAL),
     }

@@ -360,6 +360,20 @@ fn a_slow_run_prints_progress_lines_when_stderr_is_not_a_terminal() {
         ],
     );
     assert!(!stderr(&quiet).contains("progress:"), "{}", stderr(&quiet));
+    // A value that is not a number is said, and the default kept.
+    let bad = oloproof_env(
+        &dir,
+        &["run", "."],
+        &[("OLOPROOF_PROGRESS_INTERVAL_S", "soon")],
+    );
+    assert_eq!(bad.status.code(), Some(0));
+    assert!(
+        stderr(&bad).contains(
+            "warning: OLOPROOF_PROGRESS_INTERVAL_S=\"soon\" is not a number of seconds (0 turns the progress line off); using 30 s"
+        ),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]

@@ -880,18 +880,23 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
     load_config_inner(path, overrides, None)
 }
 
-/// The run store of the config at `path` (its `store:` key, else `.oloproof/oloproof.db`,
-/// relative to its folder), read without validating the rest of the file: commands that only
-/// read stored runs (`runs`, `show`, `report`, `history`…) need no `system:` or `dataset:`.
-/// A `store:` that is not a string is a located error.
-pub fn store_path_of(path: &Path) -> Result<PathBuf, ConfigError> {
+/// The YAML document at `path`: read, decoded as UTF-8 (a located error otherwise), parsed.
+fn read_document(path: &Path) -> Result<YamlDocument, ConfigError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: shown.clone(),
         source,
     })?;
     let text = crate::source::decode_utf8(&shown, bytes)?;
-    let doc = YamlDocument::parse(&shown, &text)?;
+    Ok(YamlDocument::parse(&shown, &text)?)
+}
+
+/// The run store of the config at `path` (its `store:` key, else `.oloproof/oloproof.db`,
+/// relative to its folder), read without validating the rest of the file: commands that only
+/// read stored runs (`runs`, `show`, `report`, `history`…) need no `system:` or `dataset:`.
+/// A `store:` that is not a string is a located error.
+pub fn store_path_of(path: &Path) -> Result<PathBuf, ConfigError> {
+    let doc = read_document(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -923,13 +928,7 @@ fn load_config_inner(
     overrides: &[String],
     dataset: Option<&Path>,
 ) -> Result<ProjectConfig, ConfigError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    let text = crate::source::decode_utf8(&shown, bytes)?;
-    let doc = YamlDocument::parse(&shown, &text)?;
+    let doc = read_document(path)?;
     let mut value = doc.value.clone();
     for assignment in overrides {
         apply_override(&mut value, assignment)?;

@@ -305,60 +305,34 @@ impl JudgeClient {
             Ok(parsed) => return Ok(self.response(first, parsed, usage, attempts, false)),
             Err(e) => e,
         };
-        if first.truncated {
-            // Cut off at the limit: one fresh request with twice the limit. The cut-off reply
-            // is never sent back (a repair conversation would only lengthen the prompt, and
-            // overflow a small server's context).
+        // A reply cut off at the limit gets one fresh request with twice the limit: it is never
+        // sent back (a repair conversation would only lengthen the prompt, and overflow a small
+        // server's context). Any other invalid reply gets one repair request stating the error.
+        let (messages, limit, second_request) = if first.truncated {
             let retry_max = max_tokens.saturating_mul(2);
             tracing::debug!(judge = %self.name, template = %request.template_id, max_tokens, retry_max, "reply cut off at max_tokens, retrying with a larger limit");
-            let (second, more) =
-                match self.chat(request, &request.messages, top_logprobs, retry_max) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        return Err(JudgeError::InvalidOutput {
-                            error: format!("the retry with max_tokens {retry_max} failed: {e}"),
-                            first_error: Some(first_error),
-                            raw: first.raw,
-                            usage,
-                            attempts: attempts + e.attempts(),
-                        })
-                    }
-                };
-            attempts += more;
-            usage = usage.plus(second.usage);
-            return match validate(&second, retry_max) {
-                Ok(parsed) => Ok(self.response(second, parsed, usage, attempts, true)),
-                Err(_) if second.truncated => Err(JudgeError::Truncated {
-                    judge: self.name.clone(),
-                    max_tokens,
-                    retry_max_tokens: retry_max,
-                    raw: second.raw,
-                    usage,
-                    attempts,
-                }),
-                Err(error) => Err(JudgeError::InvalidOutput {
-                    error,
-                    first_error: Some(first_error),
-                    raw: second.raw,
-                    usage,
-                    attempts,
-                }),
-            };
-        }
-        tracing::debug!(judge = %self.name, template = %request.template_id, error = %first_error, "invalid judge output, repairing");
-        let mut messages = request.messages.clone();
-        messages.push(Message::assistant(first.raw.clone()));
-        messages.push(Message::user(format!(
-            "Your reply could not be used: {first_error}. Reply again with only one JSON object that \
-             satisfies the required schema and fixes this error."
-        )));
-        let (second, more) = match self.chat(request, &messages, top_logprobs, max_tokens) {
+            (
+                request.messages.clone(),
+                retry_max,
+                format!("the retry with max_tokens {retry_max}"),
+            )
+        } else {
+            tracing::debug!(judge = %self.name, template = %request.template_id, error = %first_error, "invalid judge output, repairing");
+            let mut messages = request.messages.clone();
+            messages.push(Message::assistant(first.raw.clone()));
+            messages.push(Message::user(format!(
+                "Your reply could not be used: {first_error}. Reply again with only one JSON object that \
+                 satisfies the required schema and fixes this error."
+            )));
+            (messages, max_tokens, "the repair request".to_string())
+        };
+        let (second, more) = match self.chat(request, &messages, top_logprobs, limit) {
             Ok(r) => r,
-            // The repair request itself failed: both failures are named, the last first.
+            // The second request itself failed: both failures are named, the last first.
             Err(e) => {
-                tracing::debug!(judge = %self.name, error = %e, "repair request failed");
+                tracing::debug!(judge = %self.name, error = %e, "{second_request} failed");
                 return Err(JudgeError::InvalidOutput {
-                    error: format!("the repair request failed: {e}"),
+                    error: format!("{second_request} failed: {e}"),
                     first_error: Some(first_error),
                     raw: first.raw,
                     usage,
@@ -368,8 +342,16 @@ impl JudgeClient {
         };
         attempts += more;
         usage = usage.plus(second.usage);
-        match validate(&second, max_tokens) {
+        match validate(&second, limit) {
             Ok(parsed) => Ok(self.response(second, parsed, usage, attempts, true)),
+            Err(_) if first.truncated && second.truncated => Err(JudgeError::Truncated {
+                judge: self.name.clone(),
+                max_tokens,
+                retry_max_tokens: limit,
+                raw: second.raw,
+                usage,
+                attempts,
+            }),
             Err(error) => Err(JudgeError::InvalidOutput {
                 error,
                 first_error: Some(first_error),
