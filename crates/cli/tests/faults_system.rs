@@ -283,7 +283,12 @@ fn a_worker_flooding_stderr_goes_on_and_its_stderr_is_bounded() {
     let mut marker = false;
     let mut cut = false;
     for (case, trace) in &t {
-        let lines = trace["stderr"].as_array().unwrap();
+        // A case may end before any of the flood is read (its lines then land in a later
+        // case's trace, see docs/protocol.md): no `stderr` at all is fine.
+        let lines = trace["stderr"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         assert!(lines.len() <= 401, "{case}: {} stderr lines", lines.len());
         for l in lines {
             let l = l.as_str().unwrap();
