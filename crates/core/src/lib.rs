@@ -6,6 +6,7 @@
 //! - [`dataset`]: recorded cases (Ragas or trace JSONL): a case and what the system did.
 //! - [`passage`], [`context`]: what a system retrieved and the context assembled from it.
 //! - [`trace`], [`verdict`]: what one case did and how each criterion judged it.
+//! - [`summary`]: result types shared by every reader of the store.
 //! - [`identity`]: canonical JSON and the sha256 content hashes behind every id and cache key.
 //! - [`system`]: the [`system::SystemConnection`] trait connectors implement.
 //!
@@ -24,6 +25,7 @@ pub mod dataset;
 pub mod identity;
 pub mod passage;
 pub mod source;
+pub mod summary;
 pub mod system;
 pub mod trace;
 pub mod verdict;
