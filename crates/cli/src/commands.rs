@@ -4,12 +4,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oloproof_core::case::{load_cases, Case};
-use oloproof_core::config::{
-    load_config, ConfigError, EvaluatorOptions, JudgedOptions, ProjectConfig,
-};
+use oloproof_core::config::{ConfigError, ProjectConfig};
 use oloproof_core::dataset::{load_dataset, DatasetFormat};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::CriterionVerdict;
+use oloproof_engine::project::{load_config, RunOverrides};
 use oloproof_engine::recorded::start_recorded_run;
 use oloproof_engine::run::{resume_run, start_run, summarize_stored, RunFlags};
 use oloproof_engine::summary::{CacheCounts, RunSummary};
@@ -163,31 +162,6 @@ fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
     }
 }
 
-/// `run --repeats N`: every judged evaluator judges each case `N` times, each repeat in its
-/// own cache namespace (the repeat index is part of the judgment key), and the summary
-/// reports how far the repeats agree.
-fn apply_repeats(config: &mut ProjectConfig, repeats: u32) -> Result<(), CliError> {
-    if repeats == 0 {
-        return Err(CliError::Usage(
-            "--repeats takes a number of judgments per case of at least 1, e.g. --repeats 3".into(),
-        ));
-    }
-    let mut judged = 0;
-    for evaluator in &mut config.options.evaluators {
-        if let Some(options) = evaluator.judged_mut() {
-            options.repeats = Some(repeats);
-            judged += 1;
-        }
-    }
-    if judged == 0 {
-        return Err(CliError::Usage(format!(
-            "--repeats re-runs the judges, but no evaluator of {} has a judge",
-            config.path.display()
-        )));
-    }
-    Ok(())
-}
-
 fn run(args: RunArgs) -> Result<u8, CliError> {
     validate_rate(args.max_error_rate)?;
     if args.max_cost.is_some_and(|c| !(c.is_finite() && c >= 0.0)) {
@@ -201,42 +175,22 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         max_cost: args.max_cost,
     };
     let mut progress = Progress::for_terminal();
-    let config = match &args.dataset {
-        Some(file) => oloproof_core::config::load_config_for_dataset(
+    let mut config = match &args.dataset {
+        Some(file) => oloproof_engine::project::load_config_for_dataset(
             &config_path(&args.location, args.dir.as_deref())?,
             &args.overrides,
             &std::path::absolute(file)?,
         )?,
         None => load(&args.location, args.dir.as_deref(), &args.overrides)?,
     };
-    oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
-    let mut config = config;
-    if let Some(size) = args.sample {
-        if size == 0 {
-            return Err(CliError::Usage(
-                "--sample takes a number of cases of at least 1, e.g. --sample 30".into(),
-            ));
-        }
-        config.options.sample = Some(oloproof_core::config::SampleOptions {
-            size,
-            seed: args.seed.unwrap_or(0),
-        });
+    RunOverrides {
+        sample: args.sample,
+        seed: args.seed,
+        repeats: args.repeats,
+        threads: args.threads,
     }
-    if let Some(repeats) = args.repeats {
-        apply_repeats(&mut config, repeats)?;
-    }
-    if let Some(threads) = args.threads {
-        if threads == 0 {
-            return Err(CliError::Usage(
-                "--threads takes a number of threads of at least 1, e.g. --threads 2".into(),
-            ));
-        }
-        for judge in config.options.judges.values_mut() {
-            if judge.get("provider").and_then(serde_json::Value::as_str) == Some("local") {
-                judge["threads"] = serde_json::json!(threads);
-            }
-        }
-    }
+    .apply(&mut config)
+    .map_err(|e| CliError::Usage(e.to_string()))?;
     if args.dry_run {
         return dry_run(&config);
     }
@@ -483,10 +437,8 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
     {
         let names: Vec<String> = order
             .iter()
-            .filter_map(|e| {
-                serde_json::from_value::<oloproof_core::config::EvaluatorOptions>(e.clone()).ok()
-            })
-            .map(|e| e.criterion())
+            .filter_map(|e| oloproof_engine::evaluators::from_json(e).ok())
+            .map(|e| e.criterion().to_string())
             .collect();
         verdicts.sort_by_key(|v| {
             names
@@ -633,7 +585,7 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
             oloproof_engine::run::sample_case_ids(cases.iter().map(|c| c.id.as_str()), sample);
         cases.retain(|c| chosen.contains(&c.id));
     }
-    let cached = oloproof_engine::dry_run::cached_judgments(config, &cases, dataset.as_ref())?;
+    let estimates = oloproof_engine::dry_run::estimate(config, &cases, dataset.as_ref())?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -647,76 +599,45 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
     let mut priced = false;
     let mut total_cached = 0u64;
     let mut local_criteria = 0usize;
-    let mut any = false;
-    for (ev, cached) in config.options.evaluators.iter().zip(&cached) {
-        let Some(names) = dry_run_judges(ev) else {
-            continue;
-        };
-        any = true;
-        let judge = names.join("+");
-        let settings = names.first().and_then(|n| config.options.judges.get(n));
-        let local = !names.is_empty()
-            && names.iter().all(|n| {
-                config
-                    .options
-                    .judges
-                    .get(n)
-                    .and_then(|s| s.get("provider"))
-                    .and_then(|p| p.as_str())
-                    == Some("local")
-            });
-        if local {
+    for e in &estimates {
+        let judge = &e.judge;
+        if let Some(kind) = &e.local_kind {
             local_criteria += 1;
-            let kind = settings
-                .and_then(|s| s.get("kind"))
-                .and_then(|k| k.as_str())
-                .unwrap_or("embedding");
             writeln!(
                 out,
                 "  {} (judge {judge}, local {kind} model): runs in-process on {} cases; nothing is sent, no cost",
-                ev.criterion(),
+                e.criterion,
                 cases.len()
             )?;
             continue;
         }
-        let (mut calls, mut embeds, mut tokens) = (0u64, 0u64, 0u64);
-        for case in cases.iter().filter(|c| !cached.contains(&c.id)) {
-            let (c, e, t) = dry_run_case(ev, case);
-            calls += c;
-            embeds += e;
-            tokens += t;
-        }
-        let model = settings
-            .and_then(|s| s.get("model"))
-            .and_then(|m| m.as_str())
-            .unwrap_or("?");
-        let price = settings
-            .and_then(|s| s.pointer("/prices/input_per_mtok"))
-            .and_then(|p| p.as_f64());
-        let cost = price.map(|p| tokens as f64 * p / 1e6);
-        total_calls += calls;
-        total_embeds += embeds;
-        total_tokens += tokens;
-        total_cost += cost.unwrap_or(0.0);
-        priced |= cost.is_some();
-        total_cached += cached.len() as u64;
-        let cached_note = if cached.is_empty() {
+        total_calls += e.calls;
+        total_embeds += e.embeddings;
+        total_tokens += e.input_tokens;
+        total_cost += e.cost_usd.unwrap_or(0.0);
+        priced |= e.cost_usd.is_some();
+        total_cached += e.cached_cases as u64;
+        let cached_note = if e.cached_cases == 0 {
             String::new()
         } else {
             format!(
                 " ({} of {} cases already judged in the judgment cache, not counted)",
-                cached.len(),
+                e.cached_cases,
                 cases.len()
             )
         };
         writeln!(
             out,
-            "  {} (judge {judge}, {model}): up to {calls} judge calls, {embeds} embedding requests, ~{tokens} input tokens{}{cached_note}",
-            ev.criterion(),
-            cost.map(|c| format!(", ~${c:.4} input")).unwrap_or_default()
+            "  {} (judge {judge}, {}): up to {} judge calls, {} embedding requests, ~{} input tokens{}{cached_note}",
+            e.criterion,
+            e.model,
+            e.calls,
+            e.embeddings,
+            e.input_tokens,
+            e.cost_usd.map(|c| format!(", ~${c:.4} input")).unwrap_or_default()
         )?;
     }
-    if !any {
+    if estimates.is_empty() {
         writeln!(out, "No judged criteria: this run makes no judge calls.")?;
         return Ok(exit_codes::SUCCESS);
     }
@@ -743,41 +664,8 @@ fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
     Ok(exit_codes::SUCCESS)
 }
 
-/// The judges an evaluator calls (LLM judges, then its embedding judge), `None` when it calls
-/// none: Rubrex's claim-support evaluators call theirs only with `judge:`.
-fn dry_run_judges(ev: &EvaluatorOptions) -> Option<Vec<String>> {
-    match ev {
-        EvaluatorOptions::ContextSupport(o)
-        | EvaluatorOptions::TaskAcceptance(o)
-        | EvaluatorOptions::StaleEvidence(o) => o.judge.clone().map(|j| vec![j]),
-        _ => ev.judged().map(|j| {
-            j.llm_judges()
-                .into_iter()
-                .chain(j.embedding_judge.clone())
-                .collect()
-        }),
-    }
-}
-
-/// The most judge calls, embedding requests and input tokens of `ev` on one case: judged
-/// evaluators by their metric; Rubrex's claim support as up to two faithfulness checks (the
-/// whole context, then its current passages; records with claim annotations make none).
-fn dry_run_case(ev: &EvaluatorOptions, case: &Case) -> (u64, u64, u64) {
-    match ev.judged() {
-        Some(judged) => oloproof_engine::judged::dry_run_estimate(ev, judged, case),
-        None => {
-            let options = JudgedOptions::default();
-            let faithfulness = EvaluatorOptions::Faithfulness(options.clone());
-            let (c, e, t) =
-                oloproof_engine::judged::dry_run_estimate(&faithfulness, &options, case);
-            (2 * c, 2 * e, 2 * t)
-        }
-    }
-}
-
 fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
     let config = load(&args.location, args.dir.as_deref(), &[])?;
-    oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
     let names: Vec<&str> = config.options.judges.keys().map(String::as_str).collect();
     if !config.options.judges.contains_key(&args.judge) {
         let hint = oloproof_core::source::did_you_mean(&args.judge, names.iter().copied())
@@ -796,16 +684,17 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
             config.path.display()
         )));
     };
-    let evaluator: oloproof_core::config::EvaluatorOptions =
-        serde_json::from_value(serde_json::json!({"type": args.evaluator, "judge": args.judge}))
-            .ok()
-            .filter(|e: &oloproof_core::config::EvaluatorOptions| e.judged().is_some())
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "`{}` is not a judged evaluator; use groundedness_judge, faithfulness, context_recall, …",
-                    args.evaluator
-                ))
-            })?;
+    let evaluator = oloproof_engine::evaluators::from_json(
+        &serde_json::json!({"type": args.evaluator, "judge": args.judge}),
+    )
+    .ok()
+    .filter(|e| e.judge_choice().is_some())
+    .ok_or_else(|| {
+        CliError::Usage(format!(
+            "`{}` is not a judged evaluator; use groundedness_judge, faithfulness, context_recall, …",
+            args.evaluator
+        ))
+    })?;
     let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
     let store_path = config.store_path();
     let mut store = SqliteStore::open(&store_path)?;
@@ -814,7 +703,7 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
         &store_path,
         &config.options.judges,
         &args.judge,
-        &evaluator,
+        evaluator.as_ref(),
         thresholds,
         &items,
     )?;

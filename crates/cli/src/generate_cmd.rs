@@ -60,7 +60,6 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<u8, CliError> {
         return Err(CliError::Usage("--size must be at least 1".into()));
     }
     let config = load(&args.location, args.dir.as_deref(), &[])?;
-    oloproof_engine::judged::validate_judges(&config).map_err(|e| CliError::Config(e.into()))?;
     let registry = JudgeRegistry::from_options(&config.options.judges).map_err(CliError::Usage)?;
     let Some(judge) = registry.client(judge_name) else {
         let names = config.options.judges.keys().map(String::as_str);

@@ -51,6 +51,50 @@ fn unknown_evaluator_type() {
 }
 
 #[test]
+fn no_such_evaluator_type() {
+    let (tmp, dir) = with_config(|t| {
+        t.replace(
+            "  - {type: citation_validity}",
+            "  - {type: no_such_evaluator}",
+        )
+    });
+    let o = oloproof(&dir, &["run", "."]);
+    insta::assert_snapshot!(transcript(&o, tmp.path()));
+    assert_eq!(o.status.code(), Some(2));
+    assert_nothing_ran(&dir);
+}
+
+/// An option the type does not take is an error naming the options it does take (it was
+/// silently accepted when fifteen judged types shared one options struct).
+#[test]
+fn option_the_evaluator_type_does_not_take() {
+    let (tmp, dir) = with_config(|t| {
+        t.replace(
+            "  - {type: citation_validity}",
+            "  - {type: groundedness_judge, judge: default, strictness: 3}",
+        )
+        .replace(
+            "evaluators:",
+            "judges:\n  default: {provider: openai, base_url: http://127.0.0.1:9/v1, model: m, api_key_env: OLOPROOF_TEST_KEY}\nevaluators:",
+        )
+    });
+    let o = oloproof(&dir, &["run", "."]);
+    insta::assert_snapshot!(transcript(&o, tmp.path()));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("evaluators[4].strictness"),
+        "{}",
+        stderr(&o)
+    );
+    assert_nothing_ran(&dir);
+    // A bad value of an option the type takes is located at the option too.
+    let (tmp, dir) = with_config(|t| t.replace("{type: hit_rate, k: 2}", "{type: hit_rate, k: 0}"));
+    let o = oloproof(&dir, &["run", "."]);
+    insta::assert_snapshot!("evaluator_option_bad_value", transcript(&o, tmp.path()));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
 fn missing_field_and_bad_slice() {
     let (tmp, dir) = with_config(|t| t.replace("cases: cases.jsonl\n", ""));
     let o = oloproof(&dir, &["run", "."]);

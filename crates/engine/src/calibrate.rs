@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use oloproof_core::config::{CalibrationOptions, EvaluatorOptions, JudgedOptions};
+use oloproof_core::config::CalibrationOptions;
+
+use crate::evaluators::Evaluator;
 use oloproof_core::identity::content_hash;
 use oloproof_core::passage::Passage;
 use oloproof_core::trace::Trace;
@@ -242,7 +244,7 @@ pub fn calibrate(
     store_path: &std::path::Path,
     judges: &BTreeMap<String, Value>,
     judge_name: &str,
-    evaluator: &EvaluatorOptions,
+    evaluator: &dyn Evaluator,
     thresholds: &CalibrationOptions,
     items: &[LabelledItem],
 ) -> Result<Calibration, EngineError> {
@@ -255,7 +257,6 @@ pub fn calibrate(
         judges: &registry,
         cache: &cache,
     };
-    let judged: JudgedOptions = evaluator.judged().cloned().unwrap_or_default();
     let mut human = Vec::new();
     let mut machine = Vec::new();
     let mut missing = Vec::new();
@@ -298,14 +299,7 @@ pub fn calibrate(
                 .collect::<Vec<_>>()),
         );
         trace.generation = Some(generation);
-        let verdict = crate::judged::evaluate(
-            evaluator.type_name(),
-            evaluator,
-            &judged,
-            &case,
-            &trace,
-            &env,
-        );
+        let verdict = evaluator.evaluate(&case, &trace, Some(&env));
         match verdict.verdict.value() {
             Some(v) => {
                 human.push(item.label);
@@ -371,11 +365,11 @@ pub fn calibrate(
     ) {
         map.insert("model_identity".into(), Value::String(model));
     }
-    let identity = calibration_identity(&judge_identity, evaluator.type_name());
+    let identity = calibration_identity(&judge_identity, evaluator.identity().type_name.as_str());
     let mut c = Calibration {
         id: String::new(),
         judge: judge_name.to_string(),
-        evaluator: evaluator.type_name().to_string(),
+        evaluator: evaluator.identity().type_name.as_str().to_string(),
         identity: identity.clone(),
         n,
         missing,
@@ -413,12 +407,14 @@ pub fn uncalibrated(
     let mut out = Vec::new();
     // A local judge is loaded to hash its model: once per judge, not once per evaluator.
     let mut judges: BTreeMap<String, Value> = BTreeMap::new();
-    for ev in &run.settings.options.evaluators {
-        let criterion = ev.criterion();
+    for ev in crate::evaluators::build_all(&run.settings.options.evaluators)? {
+        let criterion = ev.criterion().to_string();
         if !criteria.contains(&criterion) {
             continue;
         }
-        let Some(judged) = ev.judged() else { continue };
+        let Some(judged) = ev.judge_choice() else {
+            continue;
+        };
         let Some(name) = judged
             .judge
             .clone()
@@ -429,7 +425,7 @@ pub fn uncalibrated(
         let settings = judges
             .entry(name.clone())
             .or_insert_with(|| calibrated_judge(&run.settings.options.judges, &name));
-        let identity = calibration_identity(settings, ev.type_name());
+        let identity = calibration_identity(settings, &ev.identity().type_name);
         match store.latest_calibration(&identity)? {
             Some((_, true, _)) => {}
             Some((id, false, _)) => out.push((

@@ -43,10 +43,10 @@ use oloproof_store::{SqliteStore, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::evaluate::SummaryKind;
 use crate::run::LoadedRun;
 use crate::summary::{slice_value, CaseOutcome, CONFIDENCE, PROPORTION_STEP};
 use crate::EngineError;
+use oloproof_core::summary::SummaryKind;
 
 /// Schema version of stored comparisons.
 pub const COMPARISON_SCHEMA_VERSION: u32 = 1;
@@ -1234,7 +1234,14 @@ max_missing_rate: 0.0
 
     fn settings(token_budget: usize) -> RunSettings {
         let doc = YamlDocument::parse("oloproof.yaml", CONFIG).unwrap();
-        let options = validate(&doc, &doc.value, &[]).unwrap();
+        let options = validate(
+            &doc,
+            &doc.value,
+            &[],
+            std::path::Path::new("."),
+            &crate::evaluators::Catalog,
+        )
+        .unwrap();
         // Built from JSON so that fields added later with a default do not break the test.
         serde_json::from_value(serde_json::json!({
             "config_path": "oloproof.yaml",

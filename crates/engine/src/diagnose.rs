@@ -40,7 +40,7 @@ use oloproof_store::{NewRun, SqliteStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::evaluate::judge_ranking;
+use crate::evaluators::judge_ranking;
 use crate::run::{execute_pending, load_run, shim, LoadedRun, RunObserver};
 use crate::settings::{connector_spec, Intervention, RunSettings};
 use crate::summary::CacheCounts;

@@ -17,7 +17,7 @@ use oloproof_core::trace::Trace;
 use oloproof_store::SqliteStore;
 use serde_json::Value;
 
-use crate::evaluate::{build, Evaluator};
+use crate::evaluators::{build_all, Evaluator};
 use crate::execute::{execution_key, layer, CacheReader};
 use crate::judged::JudgeRegistry;
 use crate::run::{judgment_key, trace_content};
@@ -33,7 +33,7 @@ pub fn cached_judgments(
     cases: &[Case],
     dataset: Option<&Dataset>,
 ) -> Result<Vec<HashSet<String>>, EngineError> {
-    let evaluators: Vec<Box<dyn Evaluator>> = config.options.evaluators.iter().map(build).collect();
+    let evaluators: Vec<Box<dyn Evaluator>> = build_all(&config.options.evaluators)?;
     let mut out = vec![HashSet::new(); evaluators.len()];
     let store_path = config.store_path();
     if !store_path.exists() {
@@ -123,4 +123,94 @@ fn stored_system(
         return Ok(SystemSettings::resolve(&config.options, &info).ok());
     }
     Ok(None)
+}
+
+/// What `run --dry-run` says of one criterion that calls a judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriterionEstimate {
+    /// The criterion.
+    pub criterion: String,
+    /// Its judges, joined by `+`.
+    pub judge: String,
+    /// The first judge's `model` (`?` when it names none).
+    pub model: String,
+    /// When every judge it calls is a local model: the first one's `kind` (`embedding` by
+    /// default). Local models run in-process: no calls, tokens or cost are counted.
+    pub local_kind: Option<String>,
+    /// Upper bound of LLM judge calls over the cases not already judged.
+    pub calls: u64,
+    /// Embedding requests over those cases.
+    pub embeddings: u64,
+    /// Estimated input tokens of those calls.
+    pub input_tokens: u64,
+    /// Input cost from the first judge's `prices.input_per_mtok`, when it has one.
+    pub cost_usd: Option<f64>,
+    /// Cases whose judgment the judgment cache already holds (not counted).
+    pub cached_cases: usize,
+}
+
+/// Per criterion that calls a judge (in evaluator order), what a run of `config` over `cases`
+/// would send at most (each evaluator's own call estimate); criteria that call no judge are
+/// left out. `dataset` is the recorded
+/// dataset the cases come from (`None` for a live system).
+pub fn estimate(
+    config: &ProjectConfig,
+    cases: &[Case],
+    dataset: Option<&Dataset>,
+) -> Result<Vec<CriterionEstimate>, EngineError> {
+    let evaluators = build_all(&config.options.evaluators)?;
+    let cached = cached_judgments(config, cases, dataset)?;
+    let judge_field = |name: Option<&String>, pointer: &str| -> Option<Value> {
+        name.and_then(|n| config.options.judges.get(n))
+            .and_then(|s| s.pointer(pointer))
+            .cloned()
+    };
+    let mut out = Vec::new();
+    for (e, cached) in evaluators.iter().zip(&cached) {
+        let names = e.judge_names();
+        if names.is_empty() {
+            continue;
+        }
+        let first = names.first();
+        let local = !names.is_empty()
+            && names.iter().all(|n| {
+                config
+                    .options
+                    .judges
+                    .get(n)
+                    .and_then(|s| s.get("provider"))
+                    .and_then(Value::as_str)
+                    == Some("local")
+            });
+        let mut estimate = CriterionEstimate {
+            criterion: e.criterion().to_string(),
+            judge: names.join("+"),
+            model: judge_field(first, "/model")
+                .and_then(|m| m.as_str().map(str::to_string))
+                .unwrap_or_else(|| "?".to_string()),
+            local_kind: local.then(|| {
+                judge_field(first, "/kind")
+                    .and_then(|k| k.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "embedding".to_string())
+            }),
+            calls: 0,
+            embeddings: 0,
+            input_tokens: 0,
+            cost_usd: None,
+            cached_cases: cached.len(),
+        };
+        if !local {
+            for case in cases.iter().filter(|c| !cached.contains(&c.id)) {
+                let c = e.estimate(case).unwrap_or_default();
+                estimate.calls += c.calls;
+                estimate.embeddings += c.embeddings;
+                estimate.input_tokens += c.input_tokens;
+            }
+            estimate.cost_usd = judge_field(first, "/prices/input_per_mtok")
+                .and_then(|p| p.as_f64())
+                .map(|p| estimate.input_tokens as f64 * p / 1e6);
+        }
+        out.push(estimate);
+    }
+    Ok(out)
 }

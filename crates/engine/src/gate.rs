@@ -40,9 +40,9 @@ use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
 use serde::{Deserialize, Serialize};
 
 pub use crate::compare::Gate;
-use crate::evaluate::SummaryKind;
 use crate::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
 use crate::summary::{CONFIDENCE, PROPORTION_STEP};
+use oloproof_core::summary::SummaryKind;
 
 /// Reason codes of threshold results.
 pub mod reason {

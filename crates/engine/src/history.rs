@@ -22,9 +22,9 @@ use oloproof_core::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::evaluate::SummaryKind;
 use crate::run::LoadedRun;
 use crate::summary::{RunSummary, CONFIDENCE};
+use oloproof_core::summary::SummaryKind;
 
 /// Schema version of history lines.
 pub const HISTORY_SCHEMA_VERSION: u32 = 1;
@@ -225,8 +225,10 @@ fn render(errors: &[SourceError]) -> String {
 pub fn entry_for_run(run: &LoadedRun, summary: &RunSummary, git: GitInfo) -> HistoryEntry {
     let settings = &run.settings;
     let mut names = BTreeSet::new();
-    for ev in &settings.options.evaluators {
-        if let Some(j) = ev.judged() {
+    // Stored entries that no longer build name no judge here (the run still has a line).
+    let evaluators = crate::evaluators::build_all(&settings.options.evaluators).unwrap_or_default();
+    for ev in &evaluators {
+        if let Some(j) = ev.judge_choice() {
             names.extend(j.llm_judges());
             names.extend(j.embedding_judge.clone());
         }

@@ -4,27 +4,25 @@
 //! `oloproof run` is [`run::start_run`]: it resolves [`settings::RunSettings`] from the config and
 //! the system's `hello`, records the run, executes every case on a pool of workers (each case:
 //! retrieve → assemble context → generate, every stage behind its content-addressed cache),
-//! judges it with the [`evaluate`] registry, writes the trace and verdicts in one transaction,
+//! judges it with the [`evaluators`] registry, writes the trace and verdicts in one transaction,
 //! and finally [`summary::summarize`]s the stored verdicts. [`run::resume_run`] finishes a run
 //! that was interrupted.
 #![warn(missing_docs)]
 
-pub mod alce;
 pub mod calibrate;
-pub mod claim_support;
 pub mod compare;
 pub mod diagnose;
 pub mod dry_run;
 pub mod error;
-pub mod evaluate;
+pub mod evaluators;
 pub mod execute;
 pub mod gate;
 pub mod generate;
 pub mod history;
 pub mod judged;
 pub mod position;
+pub mod project;
 pub mod recorded;
-pub mod rubrex;
 pub mod run;
 pub mod settings;
 pub mod summary;

@@ -17,11 +17,11 @@ use oloproof_core::verdict::Verdict;
 use oloproof_store::SqliteStore;
 use serde::{Deserialize, Serialize};
 
-use crate::evaluate::SummaryKind;
 use crate::run::{load_run, RunObserver};
 use crate::settings::{Intervention, RunSettings};
 use crate::summary::{summarize_criterion, CriterionSummary};
 use crate::EngineError;
+use oloproof_core::summary::SummaryKind;
 
 /// One position's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

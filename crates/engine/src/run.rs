@@ -20,7 +20,7 @@ use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use oloproof_store::{CaseResult, NewRun, SqliteStore};
 use serde_json::json;
 
-use crate::evaluate::{build, Evaluator};
+use crate::evaluators::{build_all, Evaluator};
 use crate::execute::{
     execute_case, execution_key, layer, CacheReader, CacheWrite, ConnectionSource,
 };
@@ -262,8 +262,7 @@ pub fn summarize_stored(
             what: format!("run {run_id}'s settings"),
             source,
         })?;
-    let evaluators: Vec<Box<dyn Evaluator>> =
-        settings.options.evaluators.iter().map(build).collect();
+    let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
     let rows = store.cases(run_id)?;
     let verdict_rows = store.verdicts(run_id)?;
     let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
@@ -305,11 +304,11 @@ pub fn summarize_stored(
             verdicts,
         })
         .collect();
-    let criteria: Vec<(String, crate::evaluate::SummaryKind)> = evaluators
+    let criteria: Vec<(String, oloproof_core::summary::SummaryKind)> = evaluators
         .iter()
         .map(|e| (e.criterion().to_string(), e.kind()))
         .collect();
-    let judged = evaluators.iter().any(|e| e.options().judged().is_some());
+    let judged = evaluators.iter().any(|e| e.judge_choice().is_some());
     let mut usage = crate::summary::JudgeUsage::default();
     for (_, _, verdicts) in &loaded {
         for v in verdicts {
@@ -375,7 +374,7 @@ pub struct LoadedRun {
     /// Cases in order, with their trace (`None` while pending) and verdicts.
     pub cases: Vec<(Case, Option<Trace>, Vec<CriterionVerdict>)>,
     /// `(criterion, kind)` in evaluator order.
-    pub criteria: Vec<(String, crate::evaluate::SummaryKind)>,
+    pub criteria: Vec<(String, oloproof_core::summary::SummaryKind)>,
 }
 
 impl LoadedRun {
@@ -392,7 +391,7 @@ impl LoadedRun {
                 self.record.id
             )));
         };
-        if *kind == crate::evaluate::SummaryKind::Mean {
+        if *kind == oloproof_core::summary::SummaryKind::Mean {
             return Err(EngineError::Usage(format!(
                 "`{criterion}` is a score; {purpose} needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
             )));
@@ -417,14 +416,9 @@ pub fn load_run(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, EngineEr
             what: format!("run {run_id}'s settings"),
             source,
         })?;
-    let criteria = settings
-        .options
-        .evaluators
+    let criteria = build_all(&settings.options.evaluators)?
         .iter()
-        .map(|o| {
-            let e = build(o);
-            (e.criterion().to_string(), e.kind())
-        })
+        .map(|e| (e.criterion().to_string(), e.kind()))
         .collect();
     let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
         std::collections::HashMap::new();
@@ -532,7 +526,7 @@ pub(crate) fn judgment_key(
         e.judge_names().iter().map(|n| judges.identity(n)).collect();
     content_hash(&json!({
         "layer": layer::JUDGMENT,
-        "evaluator": e.options(),
+        "evaluator": e.identity(),
         "judges": identities,
         "case": {"id": case.id, "expected": case.expected},
         "execution": exec,
@@ -559,7 +553,7 @@ fn judge(
         .iter()
         .map(|e| {
             if trace.error.is_some() {
-                return e.evaluate_with(case, trace, Some(env));
+                return e.evaluate(case, trace, Some(env));
             }
             let key = judgment_key(e.as_ref(), env.judges, &exec, case, &content);
             if let Some(v) = cache
@@ -575,7 +569,7 @@ fn judge(
                 return v;
             }
             counts.record(false);
-            let v = e.evaluate_with(case, trace, Some(env));
+            let v = e.evaluate(case, trace, Some(env));
             writes.extend(judge_cache.take_writes());
             if !matches!(v.verdict, Verdict::Missing { .. }) {
                 if let Ok(json) = serde_json::to_string(&v) {
@@ -619,8 +613,7 @@ pub(crate) fn execute_pending(
     let claimed = store.claim_pending(run_id, lease)?;
     let total = store.run(run_id)?.case_count as u64;
     observer.started(run_id, total, claimed.len() as u64);
-    let evaluators: Vec<Box<dyn Evaluator>> =
-        settings.options.evaluators.iter().map(build).collect();
+    let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
     let mut jobs = Vec::with_capacity(claimed.len());
     for row in &claimed {
         let case: Case =

@@ -16,7 +16,8 @@ use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::evaluate::{best_relevant_position, SummaryKind};
+use crate::evaluators::best_relevant_position;
+use oloproof_core::summary::SummaryKind;
 
 /// Confidence level of every interval.
 pub const CONFIDENCE: f64 = 0.95;

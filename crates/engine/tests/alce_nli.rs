@@ -5,7 +5,7 @@
 #![cfg(feature = "local-models")]
 
 use oloproof_core::trace::Trace;
-use oloproof_engine::alce::{judge_citations, CitationMeasure, CitationSettings};
+use oloproof_engine::evaluators::alce::{judge_citations, CitationMeasure, CitationSettings};
 use oloproof_judge::ragas::Sample;
 use oloproof_judge::{JudgeClient, JudgeSettings, LocalKind, NoCache};
 use serde_json::json;
@@ -88,8 +88,7 @@ fn entailment_flags_are_the_models_scores_against_the_threshold() {
 #[test]
 fn nli_judge_verifies_claims_for_the_ragas_evaluators() {
     use oloproof_core::case::Case;
-    use oloproof_core::config::EvaluatorOptions;
-    use oloproof_engine::judged::{evaluate, JudgeEnv, JudgeRegistry};
+    use oloproof_engine::judged::{JudgeEnv, JudgeRegistry};
     use std::collections::BTreeMap;
 
     let tmp = tempfile::tempdir().unwrap();
@@ -148,12 +147,11 @@ fn nli_judge_verifies_claims_for_the_ragas_evaluators() {
     };
     for threshold in [0.0f32, 0.375, 0.625, 1.0] {
         let run = |kind: &str| {
-            let options: EvaluatorOptions = serde_json::from_value(
-                json!({"type": kind, "judge": "nli", "threshold": threshold}),
+            let evaluator = oloproof_engine::evaluators::from_json(
+                &json!({"type": kind, "judge": "nli", "threshold": threshold}),
             )
             .unwrap();
-            let judged = options.judged().cloned().unwrap();
-            let v = evaluate(kind, &options, &judged, &case, &trace, &env);
+            let v = evaluator.evaluate(&case, &trace, Some(&env));
             assert!(v.detail["calls"].as_array().unwrap().is_empty());
             v.verdict.value()
         };

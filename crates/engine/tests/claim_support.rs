@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 
 use oloproof_core::case::Case;
-use oloproof_core::config::EvaluatorOptions;
 use oloproof_core::passage::Passage;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
-use oloproof_engine::judged::{evaluate, JudgeEnv, JudgeRegistry};
+use oloproof_engine::judged::{JudgeEnv, JudgeRegistry};
 use oloproof_judge::NoCache;
 use serde_json::{json, Map, Value};
 
@@ -47,10 +46,9 @@ fn run(judges: Value, evaluator: Value, answer: &str, contexts: &[&str]) -> (Ver
         judges: &registry,
         cache: &NoCache,
     };
-    let options: EvaluatorOptions = serde_json::from_value(evaluator).unwrap();
-    let judged = options.judged().cloned().unwrap();
+    let evaluator = oloproof_engine::evaluators::from_json(&evaluator).unwrap();
     let (case, trace) = case_and_trace(answer, contexts);
-    let v = evaluate("faithful_offline", &options, &judged, &case, &trace, &env);
+    let v = evaluator.evaluate(&case, &trace, Some(&env));
     (v.verdict, v.detail)
 }
 

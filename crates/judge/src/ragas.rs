@@ -107,41 +107,6 @@ pub struct Sample<'a> {
 /// An embedding function, e.g. `&|texts| client.embed(texts)`.
 pub type EmbedFn<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Vec<f32>>, JudgeError>;
 
-/// The most judge (chat) calls and embedding requests one repeat of `metric` makes for one
-/// case, for `--dry-run` (multiply by `repeats`). Fewer are made when a metric stops early
-/// (no claims, no reference) or hits the cache. `None` for an unknown name.
-///
-/// | metric | judge calls | embedding requests |
-/// | --- | --- | --- |
-/// | `faithfulness` | 2 | 0 |
-/// | `answer_relevancy` | 1 | 1 |
-/// | `context_precision`, `context_precision_without_reference` | 1 | 0 |
-/// | `context_recall` | 1 | 0 |
-/// | `factual_correctness` | 4 | 0 |
-/// | `answer_correctness` | 4 | 1 |
-/// | `semantic_similarity`, `question_similarity`, `claim_support` | 0 | 1 |
-/// | `noise_sensitivity` | 5 | 0 |
-/// | `groundedness_judge`, `citation_support_judge`, `rubric_judge` | 1 | 0 |
-/// | `pairwise_judge` | 2 | 0 |
-pub fn max_calls(metric: &str) -> Option<(u32, u32)> {
-    Some(match metric {
-        "faithfulness" => (2, 0),
-        "answer_relevancy" => (1, 1),
-        "context_precision"
-        | "context_precision_with_reference"
-        | "context_precision_without_reference" => (1, 0),
-        "context_recall" => (1, 0),
-        "factual_correctness" => (4, 0),
-        "noise_sensitivity" => (5, 0),
-        "answer_correctness" => (4, 1),
-        "semantic_similarity" | "question_similarity" | "claim_support" => (0, 1),
-        "groundedness_judge" | "citation_support_judge" | "rubric_judge" => (1, 0),
-        "citation_recall" | "citation_precision" => (2, 0),
-        "pairwise_judge" => (2, 0),
-        _ => return None,
-    })
-}
-
 /// Ragas' default number of generated questions for answer relevancy.
 pub const DEFAULT_STRICTNESS: usize = 3;
 

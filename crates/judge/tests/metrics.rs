@@ -358,7 +358,6 @@ fn question_similarity_is_the_question_answer_cosine() {
     let empty = ragas::question_similarity(&embed, &sample("  ")).unwrap();
     assert_eq!(empty.value, None);
     assert_eq!(empty.excluded_reason, Some("no_answer"));
-    assert_eq!(ragas::max_calls("question_similarity"), Some((0, 1)));
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
 //! ```
 
-use oloproof_engine::evaluate::SummaryKind;
+use oloproof_core::summary::SummaryKind;
 use oloproof_engine::history::{HistoryCriterion, HistoryEntry};
 
 use crate::html::escape;

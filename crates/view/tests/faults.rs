@@ -10,8 +10,8 @@ use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oloproof_core::config::load_config_for_dataset;
 use oloproof_core::dataset::load_dataset;
+use oloproof_engine::project::load_config_for_dataset;
 use oloproof_engine::recorded::start_recorded_run;
 use oloproof_engine::run::{RunFlags, Silent};
 use oloproof_view::{ViewError, Viewer, ViewerSettings, CONTENT_SECURITY_POLICY};

@@ -7,9 +7,9 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 
-use oloproof_core::config::load_config_for_dataset;
 use oloproof_core::dataset::load_dataset;
 use oloproof_engine::compare::{compare, record_comparison, Policy};
+use oloproof_engine::project::load_config_for_dataset;
 use oloproof_engine::recorded::start_recorded_run;
 use oloproof_engine::run::{load_run, RunFlags, Silent};
 use oloproof_engine::summary::RunSummary;

@@ -113,7 +113,7 @@ pub fn judge_citations(
     let sentences = cited_sentences(sample.answer, trace);
     let at_most = Some(at_most_citations.unwrap_or(DEFAULT_AT_MOST_CITATIONS));
     let mut calls: Vec<CallRecord> = Vec::new();
-    let nli = crate::claim_support::is_pair_classifier(judge);
+    let nli = super::claim_support::is_pair_classifier(judge);
     let quality = citation_quality(&sentences, docs.len(), at_most, |checks| {
         if nli {
             // A local NLI model: premise = the cited documents joined by newlines (as ALCE
@@ -355,5 +355,68 @@ mod tests {
     fn empty_answer_is_excluded() {
         let (s, _, _) = run("  ", &[], CitationMeasure::Recall);
         assert_eq!((s.value, s.excluded_reason), (None, Some("no_sentences")));
+    }
+}
+
+super::judged::llm_judged_options! {
+    /// Options of `citation_recall` and `citation_precision`.
+    AlceOptions {
+        /// With a local `nli` judge: the entailment probability that counts as entailed
+        /// (default 0.5).
+        threshold: f64,
+        /// Citations per sentence kept (ALCE's `--at_most_citations`, default 3).
+        at_most_citations: usize,
+    }
+}
+
+/// `citation_recall`: sentences their cited passages entail / sentences.
+pub(crate) const CITATION_RECALL: super::EvaluatorSpec = super::EvaluatorSpec {
+    name: "citation_recall",
+    build: |p| build(p, CitationMeasure::Recall),
+};
+
+/// `citation_precision`: citations needed for an entailed sentence / citations.
+pub(crate) const CITATION_PRECISION: super::EvaluatorSpec = super::EvaluatorSpec {
+    name: "citation_precision",
+    build: |p| build(p, CitationMeasure::Precision),
+};
+
+fn build(
+    p: &super::EntryParser<'_>,
+    measure: CitationMeasure,
+) -> Result<Box<dyn super::Evaluator>, oloproof_core::source::SourceError> {
+    super::judged::build(p, super::judged::JudgeNeed::Llm, |o: AlceOptions| {
+        Box::new(Alce(CitationSettings {
+            at_most_citations: o.at_most_citations,
+            nli_threshold: o
+                .threshold
+                .unwrap_or(super::claim_support::DEFAULT_NLI_THRESHOLD),
+            measure,
+        }))
+    })
+}
+
+/// ALCE citation quality as a judged metric.
+struct Alce(CitationSettings);
+
+impl super::judged::JudgedMetric for Alce {
+    fn score(
+        &self,
+        input: &super::judged::JudgedInput<'_>,
+        judge: Option<&JudgeClient>,
+        repeat: u32,
+    ) -> Result<JudgedScore, JudgeError> {
+        judge_citations(
+            super::judged::need(judge)?,
+            input.cache,
+            &input.sample,
+            input.trace,
+            self.0,
+            repeat,
+        )
+    }
+
+    fn max_calls(&self) -> (u32, u32) {
+        (2, 0)
     }
 }

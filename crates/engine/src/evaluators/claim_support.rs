@@ -204,3 +204,68 @@ pub fn nli_entailed_share(
         calls: Vec::new(),
     })
 }
+
+/// Options of `claim_support`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimSupportOptions {
+    /// Criterion name (default `claim_support`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// A local `kind: nli` or `cross_encoder` judge deciding entailment (else the embedder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// The judge used for embeddings (default: `judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_judge: Option<String>,
+    /// The similarity (cosine, or entailment probability with an `nli` judge) a claim needs
+    /// (default 0.6 for cosines, 0.5 for probabilities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+}
+
+/// The `claim_support` type.
+pub(crate) const SPEC: super::EvaluatorSpec = super::EvaluatorSpec {
+    name: "claim_support",
+    build: |p| {
+        super::judged::build(
+            p,
+            super::judged::JudgeNeed::Embedding,
+            |o: ClaimSupportOptions| {
+                Box::new(ClaimSupport {
+                    threshold: o.threshold,
+                })
+            },
+        )
+    },
+};
+
+/// Claim support as a judged metric (pass/fail: every claim supported).
+struct ClaimSupport {
+    threshold: Option<f64>,
+}
+
+impl super::judged::JudgedMetric for ClaimSupport {
+    fn kind(&self) -> super::SummaryKind {
+        super::SummaryKind::Proportion
+    }
+
+    fn score(
+        &self,
+        input: &super::judged::JudgedInput<'_>,
+        judge: Option<&JudgeClient>,
+        _: u32,
+    ) -> Result<JudgedScore, JudgeError> {
+        score(
+            judge,
+            input.embedder,
+            input.cache,
+            &input.sample,
+            self.threshold,
+        )
+    }
+
+    fn max_calls(&self) -> (u32, u32) {
+        (0, 1)
+    }
+}

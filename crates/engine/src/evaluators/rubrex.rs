@@ -30,10 +30,9 @@
 //! a judge call fails, the criterion is `missing` for that case, never a pass or a fail.
 
 use oloproof_core::case::{Behavior, Case};
-use oloproof_core::config::{
-    AbstentionMeasure, AbstentionOptions, CoverageOptions, EvaluatorOptions, SupportOptions,
-};
+use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::passage::{EvidenceStatus, Passage};
+use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use oloproof_judge::ragas::{self, Sample};
@@ -41,23 +40,170 @@ use oloproof_metrics::rag::rubrex::{
     find_phrase, DEFAULT_ABSTAIN_PATTERNS, DEFAULT_CLARIFY_PATTERNS,
 };
 use oloproof_metrics::text;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::evaluate::{Evaluator, SummaryKind};
+use super::{CallEstimate, EntryParser, Evaluator, EvaluatorSpec, SummaryKind};
 use crate::judged::JudgeEnv;
 
-/// The evaluator for a Rubrex `evaluators:` entry (another type makes every verdict
-/// `missing` with an error saying so).
-pub fn build(options: &EvaluatorOptions) -> Box<dyn Evaluator> {
+/// Options of `evidence_coverage` (Rubrex).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CoverageOptions {
+    /// Criterion name (default `evidence_coverage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// Count only the first `k` candidates (default: the whole retrieval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<usize>,
+}
+
+/// Options of the Rubrex answer evaluators (`context_support`, `task_acceptance`,
+/// `stale_evidence`): claim support comes from the record's human `claims` annotations when it
+/// has them, else from `judge:` (claim extraction and verification, as `faithfulness`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SupportOptions {
+    /// Criterion name (default: `context_support`, `task_acceptance`, `no_stale_evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The judge (a key of `judges:`) for records without claim annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// Phrases that mark an answer as an abstention when the system declares no `behavior`
+    /// (case-insensitive; default: a short conservative list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_patterns: Option<Vec<String>>,
+    /// Phrases that mark an answer as a request for clarification (same rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarify_patterns: Option<Vec<String>>,
+}
+
+/// Which half of the abstention pair an `abstention` entry reports.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AbstentionMeasure {
+    /// Of the cases the system abstained on, the share that expected an abstention.
+    Precision,
+    /// Of the cases that expected an abstention, the share the system abstained on.
+    Recall,
+}
+
+/// Options of `abstention` (Rubrex): one entry per measure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AbstentionOptions {
+    /// Criterion name (default `abstention_precision` / `abstention_recall`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// `precision` or `recall`.
+    pub measure: AbstentionMeasure,
+    /// Phrases that mark an answer as an abstention (see [`SupportOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_patterns: Option<Vec<String>>,
+    /// Phrases that mark an answer as a request for clarification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarify_patterns: Option<Vec<String>>,
+}
+
+/// `evidence_coverage`: every required current passage retrieved (case-level).
+pub(crate) const EVIDENCE_COVERAGE: EvaluatorSpec = EvaluatorSpec {
+    name: "evidence_coverage",
+    build: |p| {
+        let o: CoverageOptions = p.options()?;
+        if o.k == Some(0) {
+            return Err(p.error("k", "`k` must be at least 1"));
+        }
+        Ok(rubrex(
+            p,
+            o.criterion.clone(),
+            &o,
+            None,
+            Criterion::Coverage(o.clone()),
+        ))
+    },
+};
+/// `context_support`: every claim of a factual answer supported by its retrieved passages.
+pub(crate) const CONTEXT_SUPPORT: EvaluatorSpec = EvaluatorSpec {
+    name: "context_support",
+    build: |p| support_spec(p, |o| Criterion::Support(o, false)),
+};
+/// `task_acceptance`: the contract — a correct, cited answer from current evidence, or the
+/// expected abstention / clarification.
+pub(crate) const TASK_ACCEPTANCE: EvaluatorSpec = EvaluatorSpec {
+    name: "task_acceptance",
+    build: |p| support_spec(p, Criterion::Task),
+};
+/// `stale_evidence`: answers with a claim supported only by archived passages (reported as
+/// `no_stale_evidence`, a pass when there is none).
+pub(crate) const STALE_EVIDENCE: EvaluatorSpec = EvaluatorSpec {
+    name: "stale_evidence",
+    build: |p| support_spec(p, |o| Criterion::Support(o, true)),
+};
+/// `abstention`: precision or recall of abstentions.
+pub(crate) const ABSTENTION: EvaluatorSpec = EvaluatorSpec {
+    name: "abstention",
+    build: |p| {
+        let o: AbstentionOptions = p.options()?;
+        let default = match o.measure {
+            AbstentionMeasure::Precision => "abstention_precision",
+            AbstentionMeasure::Recall => "abstention_recall",
+        };
+        let criterion = o.criterion.clone().or(Some(default.to_string()));
+        Ok(rubrex(
+            p,
+            criterion,
+            &o,
+            None,
+            Criterion::Abstention(o.clone()),
+        ))
+    },
+};
+
+fn support_spec(
+    p: &EntryParser<'_>,
+    criterion: impl FnOnce(SupportOptions) -> Criterion,
+) -> Result<Box<dyn Evaluator>, SourceError> {
+    let o: SupportOptions = p.options()?;
+    if let Some(name) = &o.judge {
+        p.check_judge("judge", name)?;
+    }
+    let name = o.criterion.clone().or_else(|| {
+        (p.entry.type_name == "stale_evidence").then(|| "no_stale_evidence".to_string())
+    });
+    Ok(rubrex(p, name, &o, o.judge.clone(), criterion(o.clone())))
+}
+
+fn rubrex<O: Serialize>(
+    p: &EntryParser<'_>,
+    criterion: Option<String>,
+    options: &O,
+    judge: Option<String>,
+    which: Criterion,
+) -> Box<dyn Evaluator> {
     Box::new(Rubrex {
-        criterion: options.criterion(),
-        options: options.clone(),
+        criterion: criterion.unwrap_or_else(|| p.entry.type_name.clone()),
+        identity: p.identity(options),
+        judge,
+        which,
     })
+}
+
+/// Which Rubrex criterion, with its options.
+enum Criterion {
+    Coverage(CoverageOptions),
+    /// Context support; `true`: reported as stale evidence.
+    Support(SupportOptions, bool),
+    Task(SupportOptions),
+    Abstention(AbstentionOptions),
 }
 
 struct Rubrex {
     criterion: String,
-    options: EvaluatorOptions,
+    identity: EvaluatorEntry,
+    /// The judge deciding claim support for records without claim annotations.
+    judge: Option<String>,
+    which: Criterion,
 }
 
 impl Evaluator for Rubrex {
@@ -69,32 +215,16 @@ impl Evaluator for Rubrex {
         SummaryKind::Proportion
     }
 
-    fn options(&self) -> &EvaluatorOptions {
-        &self.options
+    fn identity(&self) -> &EvaluatorEntry {
+        &self.identity
     }
 
-    fn evaluate(&self, case: &Case, trace: &Trace) -> CriterionVerdict {
-        self.evaluate_with(case, trace, None)
-    }
-
-    fn evaluate_with(
-        &self,
-        case: &Case,
-        trace: &Trace,
-        env: Option<&JudgeEnv<'_>>,
-    ) -> CriterionVerdict {
-        let (verdict, detail) = match &self.options {
-            EvaluatorOptions::EvidenceCoverage(o) => evidence_coverage(o, case, trace),
-            EvaluatorOptions::ContextSupport(o) => context_support(o, case, trace, env, false),
-            EvaluatorOptions::StaleEvidence(o) => context_support(o, case, trace, env, true),
-            EvaluatorOptions::TaskAcceptance(o) => task_acceptance(o, case, trace, env),
-            EvaluatorOptions::Abstention(o) => abstention(o, case, trace),
-            _ => (
-                Verdict::Missing {
-                    error: format!("`{}` is not a Rubrex evaluator", self.options.type_name()),
-                },
-                Value::Null,
-            ),
+    fn evaluate(&self, case: &Case, trace: &Trace, env: Option<&JudgeEnv<'_>>) -> CriterionVerdict {
+        let (verdict, detail) = match &self.which {
+            Criterion::Coverage(o) => evidence_coverage(o, case, trace),
+            Criterion::Support(o, stale) => context_support(o, case, trace, env, *stale),
+            Criterion::Task(o) => task_acceptance(o, case, trace, env),
+            Criterion::Abstention(o) => abstention(o, case, trace),
         };
         CriterionVerdict {
             criterion: self.criterion.clone(),
@@ -104,12 +234,14 @@ impl Evaluator for Rubrex {
     }
 
     fn judge_names(&self) -> Vec<String> {
-        match &self.options {
-            EvaluatorOptions::ContextSupport(o)
-            | EvaluatorOptions::TaskAcceptance(o)
-            | EvaluatorOptions::StaleEvidence(o) => o.judge.iter().cloned().collect(),
-            _ => Vec::new(),
-        }
+        self.judge.iter().cloned().collect()
+    }
+
+    /// Claim support by a judge: up to two faithfulness checks a case (the whole context,
+    /// then its current passages; records with claim annotations make none).
+    fn estimate(&self, case: &Case) -> Option<CallEstimate> {
+        self.judge.as_ref()?;
+        Some(super::judged::estimate_calls(case, (2, 0), 1) * 2)
     }
 }
 
@@ -616,10 +748,10 @@ mod tests {
     use oloproof_core::dataset::parse_dataset;
 
     fn eval(options: Value, record: &str) -> CriterionVerdict {
-        let o: EvaluatorOptions = serde_json::from_value(options).unwrap();
+        let o = super::super::from_json(&options).unwrap();
         let d = parse_dataset("t.jsonl", record, None).unwrap();
         let r = &d.records[0];
-        build(&o).evaluate(&r.case, &r.trace)
+        o.evaluate(&r.case, &r.trace, None)
     }
 
     const CURRENT: &str = r#"{"doc_id":"refund-current","text":"Refunds within 14 days.","metadata":{"status":"current"}}"#;
@@ -664,9 +796,9 @@ mod tests {
             .records
             .remove(0);
         t.trace.retrieval = None;
-        let o: EvaluatorOptions = serde_json::from_value(c).unwrap();
+        let o = super::super::from_json(&c).unwrap();
         assert!(matches!(
-            build(&o).evaluate(&t.case, &t.trace).verdict,
+            o.evaluate(&t.case, &t.trace, None).verdict,
             Verdict::Missing { .. }
         ));
     }
@@ -867,8 +999,8 @@ mod tests {
         let d = parse_dataset("t.jsonl", &rec, None).unwrap();
         let r = &d.records[0];
         let judged = |options: Value| {
-            let o: EvaluatorOptions = serde_json::from_value(options).unwrap();
-            build(&o).evaluate_with(&r.case, &r.trace, Some(&env))
+            let o = super::super::from_json(&options).unwrap();
+            o.evaluate(&r.case, &r.trace, Some(&env))
         };
         let support = judged(json!({"type": "context_support", "judge": "j"}));
         assert_eq!(support.verdict, Verdict::Pass, "{}", support.detail);
@@ -895,12 +1027,9 @@ mod tests {
             judges: &registry,
             cache: &cache,
         };
-        let o: EvaluatorOptions =
-            serde_json::from_value(json!({"type": "context_support", "judge": "j"})).unwrap();
+        let o = super::super::from_json(&json!({"type": "context_support", "judge": "j"})).unwrap();
         assert!(matches!(
-            build(&o)
-                .evaluate_with(&r.case, &r.trace, Some(&env))
-                .verdict,
+            o.evaluate(&r.case, &r.trace, Some(&env)).verdict,
             Verdict::Missing { .. }
         ));
     }
@@ -923,9 +1052,9 @@ mod tests {
             json!({"type": "stale_evidence"}),
             json!({"type": "abstention", "measure": "recall"}),
         ] {
-            let o: EvaluatorOptions = serde_json::from_value(options).unwrap();
+            let o = super::super::from_json(&options).unwrap();
             assert!(matches!(
-                build(&o).evaluate(&rec.case, &rec.trace).verdict,
+                o.evaluate(&rec.case, &rec.trace, None).verdict,
                 Verdict::Missing { .. }
             ));
         }

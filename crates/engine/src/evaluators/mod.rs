@@ -1,0 +1,604 @@
+//! The evaluator registry: every criterion a run can report, one module per family.
+//!
+//! Each evaluator type is one [`EvaluatorSpec`] in [`REGISTRY`]: its name and the function that
+//! parses its own options (a type of its own, `deny_unknown_fields`, errors located at
+//! `evaluators[i].<key>` of the config) into an [`Evaluator`]. The evaluator knows everything
+//! the rest of the engine asks of it: its criterion name and how it is summarised, its
+//! identity (type and options with defaults: part of the run's identity and of every judgment
+//! cache key), the judges it calls, and its call estimate for `run --dry-run`. Nothing else in
+//! the engine or the CLI matches on evaluator types.
+//!
+//! Every evaluator returns a [`CriterionVerdict`]: pass/fail or a score when it can judge,
+//! `Missing` (with the error) when the stage it reads failed or a judge call failed,
+//! `Excluded` (with a reason code) when the criterion does not apply to the case.
+//!
+//! Adding an evaluator is one new file (its options type, its `Evaluator`, a
+//! `pub(crate) const SPEC`) and one line in [`REGISTRY`]; `docs/architecture.md` walks through
+//! it.
+
+pub mod alce;
+pub mod answer_text;
+pub mod citation_validity;
+pub mod claim_support;
+pub mod context_utilisation;
+pub mod entity_grounding;
+pub mod judged;
+pub mod llm_judges;
+pub mod ragas;
+pub mod ranking;
+pub mod rubrex;
+pub mod schema_validity;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use oloproof_core::case::Case;
+use oloproof_core::config::{attribute, EvaluatorEntry, ProjectOptions};
+use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use judged::JudgeChoice;
+pub use oloproof_core::summary::SummaryKind;
+
+use crate::judged::JudgeEnv;
+
+/// One criterion's judge, built from an `evaluators:` entry by its [`EvaluatorSpec`].
+pub trait Evaluator: Send + Sync {
+    /// Criterion name (the entry's `criterion:`, else the type's default).
+    fn criterion(&self) -> &str;
+    /// How its verdicts are summarised.
+    fn kind(&self) -> SummaryKind;
+    /// Its identity: the type and every option with its default filled in (part of the run's
+    /// identity and of every judgment cache key).
+    fn identity(&self) -> &EvaluatorEntry;
+    /// Judges one case. `judges` holds the run's judges and the judge-call cache; an evaluator
+    /// that needs a judge is `missing` without them.
+    fn evaluate(
+        &self,
+        case: &Case,
+        trace: &Trace,
+        judges: Option<&JudgeEnv<'_>>,
+    ) -> CriterionVerdict;
+    /// Names of the judges it may call, LLM judges first (their settings join its judgment
+    /// cache key).
+    fn judge_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// For a metric scored by a judge (not a rule that may consult one): which judges score
+    /// it. `None` for every other evaluator.
+    fn judge_choice(&self) -> Option<&JudgeChoice> {
+        None
+    }
+    /// Whether `run --repeats N` applies to it (it takes `repeats:`).
+    fn takes_repeats(&self) -> bool {
+        false
+    }
+    /// The most judge calls, embedding requests and input tokens it makes on `case`, for
+    /// `run --dry-run`; `None` when it calls no judge.
+    fn estimate(&self, case: &Case) -> Option<CallEstimate> {
+        let _ = case;
+        None
+    }
+}
+
+/// What one evaluator may send for one case (`run --dry-run`): upper bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallEstimate {
+    /// LLM judge calls.
+    pub calls: u64,
+    /// Embedding requests.
+    pub embeddings: u64,
+    /// Input tokens of the LLM calls (4 characters a token).
+    pub input_tokens: u64,
+}
+
+impl std::ops::Mul<u64> for CallEstimate {
+    type Output = CallEstimate;
+    fn mul(self, n: u64) -> CallEstimate {
+        CallEstimate {
+            calls: self.calls * n,
+            embeddings: self.embeddings * n,
+            input_tokens: self.input_tokens * n,
+        }
+    }
+}
+
+/// One evaluator type: its name as written in `type:` and how its options are parsed.
+pub struct EvaluatorSpec {
+    /// The `type:` it answers to.
+    pub name: &'static str,
+    /// Parses the entry's options (through [`EntryParser::options`]) into the evaluator.
+    pub build: fn(&EntryParser<'_>) -> Result<Box<dyn Evaluator>, SourceError>,
+}
+
+/// Every evaluator type, in the order `--help` and "one of …" list them.
+pub const REGISTRY: &[EvaluatorSpec] = &[
+    answer_text::CONTAINS,
+    answer_text::EXACT_MATCH,
+    answer_text::TOKEN_F1,
+    ranking::HIT_RATE,
+    ranking::RECALL,
+    ranking::PRECISION,
+    ranking::MRR,
+    ranking::NDCG,
+    citation_validity::SPEC,
+    llm_judges::GROUNDEDNESS_JUDGE,
+    llm_judges::CITATION_SUPPORT_JUDGE,
+    ragas::FAITHFULNESS,
+    ragas::ANSWER_RELEVANCY,
+    ragas::CONTEXT_PRECISION,
+    ragas::CONTEXT_RECALL,
+    ragas::FACTUAL_CORRECTNESS,
+    ragas::ANSWER_CORRECTNESS,
+    ragas::SEMANTIC_SIMILARITY,
+    ragas::QUESTION_SIMILARITY,
+    ragas::NOISE_SENSITIVITY,
+    llm_judges::RUBRIC_JUDGE,
+    alce::CITATION_RECALL,
+    claim_support::SPEC,
+    alce::CITATION_PRECISION,
+    entity_grounding::SPEC,
+    schema_validity::SPEC,
+    context_utilisation::SPEC,
+    rubrex::EVIDENCE_COVERAGE,
+    rubrex::CONTEXT_SUPPORT,
+    rubrex::TASK_ACCEPTANCE,
+    rubrex::ABSTENTION,
+    rubrex::STALE_EVIDENCE,
+];
+
+/// The evaluator type names, in registry order.
+pub fn type_names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|s| s.name).collect()
+}
+
+/// The spec of `type_name`.
+pub fn spec(type_name: &str) -> Option<&'static EvaluatorSpec> {
+    REGISTRY.iter().find(|s| s.name == type_name)
+}
+
+/// What a spec's `build` reads: one entry, where it sits in the config, and what it may
+/// refer to (the declared judges, the config's folder).
+pub struct EntryParser<'a> {
+    /// The document errors point into.
+    pub doc: &'a YamlDocument,
+    /// `--set` overrides (an error on a key they set points at them).
+    pub overrides: &'a [String],
+    /// The entry.
+    pub entry: &'a EvaluatorEntry,
+    /// Its key path, `evaluators[i]`.
+    pub key_path: String,
+    /// The config's folder (files an option names are relative to it); `None` for the
+    /// stored entries of a run, which hold their files' content.
+    pub dir: Option<&'a Path>,
+    /// The judges declared under `judges:`; `None` when not checked (a stored run).
+    pub judges: Option<&'a BTreeMap<String, Value>>,
+}
+
+impl EntryParser<'_> {
+    /// The entry's options as the type's own options type (`deny_unknown_fields`): an unknown
+    /// key is an error naming the keys the type takes.
+    pub fn options<T: DeserializeOwned>(&self) -> Result<T, SourceError> {
+        self.parse(&Value::Object(self.entry.options.clone()))
+            .map_err(|mut e| {
+                if e.help.is_none() {
+                    if let Some(key) = e.message.strip_prefix("unknown key `") {
+                        let key = key.trim_end_matches('`');
+                        e.help = Some(format!(
+                            "remove `{key}:` from this entry: `{}` takes only the keys listed",
+                            self.entry.type_name
+                        ));
+                    }
+                }
+                e
+            })
+    }
+
+    /// `value` (the entry's options, possibly rewritten) parsed as `T`, errors located.
+    pub fn parse<T: DeserializeOwned>(&self, value: &Value) -> Result<T, SourceError> {
+        self.doc.deserialize_at(value, &self.key_path).map_err(|e| {
+            let key = e.key_path.clone().unwrap_or_else(|| self.key_path.clone());
+            attribute(e, self.overrides, &key)
+        })
+    }
+
+    /// An error at `evaluators[i].<key>` (the entry itself when `key` is empty).
+    pub fn error(&self, key: &str, message: impl Into<String>) -> SourceError {
+        let path = self.path(key);
+        let err = self.doc.error_at(&path, true, message);
+        attribute(err, self.overrides, &path)
+    }
+
+    /// `evaluators[i].<key>`.
+    pub fn path(&self, key: &str) -> String {
+        if key.is_empty() {
+            self.key_path.clone()
+        } else {
+            format!("{}.{key}", self.key_path)
+        }
+    }
+
+    /// Checks that the judge `name`, given at `key`, is declared under `judges:`.
+    pub fn check_judge(&self, key: &str, name: &str) -> Result<(), SourceError> {
+        let Some(judges) = self.judges else {
+            return Ok(());
+        };
+        if judges.contains_key(name) {
+            return Ok(());
+        }
+        let names: Vec<&str> = judges.keys().map(String::as_str).collect();
+        let mut err = self.error(key, format!("no judge named `{name}`"));
+        err.expected = Some(if names.is_empty() {
+            "a judge declared under `judges:`".to_string()
+        } else {
+            format!("one of {}", names.join(", "))
+        });
+        err.help =
+            did_you_mean(name, names.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+        Err(err)
+    }
+
+    /// The first declared judge, for a "add `judge: NAME`" hint.
+    pub fn first_judge(&self) -> Option<&str> {
+        self.judges
+            .and_then(|j| j.keys().next())
+            .map(String::as_str)
+    }
+
+    /// The identity of an evaluator of this entry's type with `options`: the type and every
+    /// option as its options type serialises them (defaults filled in).
+    pub fn identity<T: Serialize>(&self, options: &T) -> EvaluatorEntry {
+        let map = match serde_json::to_value(options) {
+            Ok(Value::Object(map)) => map,
+            // Options types are structs: they serialise to an object.
+            _ => Map::new(),
+        };
+        EvaluatorEntry::new(self.entry.type_name.clone(), map)
+    }
+}
+
+/// Builds the evaluator of one entry, or a located error (unknown type with a "did you
+/// mean", an option the type does not take, a bad value).
+pub fn build(parser: &EntryParser<'_>) -> Result<Box<dyn Evaluator>, SourceError> {
+    let type_name = parser.entry.type_name.as_str();
+    match spec(type_name) {
+        Some(spec) => (spec.build)(parser),
+        None => {
+            let names = type_names();
+            let mut err = parser.error("type", format!("unknown evaluator type `{type_name}`"));
+            err.expected = Some(format!("one of {}", names.join(", ")));
+            err.help = did_you_mean(type_name, names.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"));
+            Err(err)
+        }
+    }
+}
+
+/// The registry as core's config validation sees it.
+pub struct Catalog;
+
+impl oloproof_core::config::EvaluatorCatalog for Catalog {
+    fn type_names(&self) -> Vec<&'static str> {
+        type_names()
+    }
+
+    fn check(
+        &self,
+        doc: &YamlDocument,
+        overrides: &[String],
+        dir: &Path,
+        options: &mut ProjectOptions,
+    ) -> Result<(), SourceError> {
+        validate(doc, overrides, dir, options).map(|_| ())
+    }
+}
+
+/// Builds every evaluator of `options` and checks what spans entries (each criterion
+/// reported once); each entry of `options.evaluators` is replaced by its identity (its options
+/// with defaults, a schema file by its content), which is what the run stores.
+pub fn validate(
+    doc: &YamlDocument,
+    overrides: &[String],
+    dir: &Path,
+    options: &mut ProjectOptions,
+) -> Result<Vec<Box<dyn Evaluator>>, SourceError> {
+    let mut built: Vec<Box<dyn Evaluator>> = Vec::with_capacity(options.evaluators.len());
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, entry) in options.evaluators.iter().enumerate() {
+        let parser = EntryParser {
+            doc,
+            overrides,
+            entry,
+            key_path: format!("evaluators[{i}]"),
+            dir: Some(dir),
+            judges: Some(&options.judges),
+        };
+        let evaluator = build(&parser)?;
+        if let Some(prev) = seen.insert(evaluator.criterion().to_string(), i) {
+            let mut err = doc.error_at(
+                &format!("evaluators[{i}]"),
+                true,
+                format!("criterion `{}` is reported twice", evaluator.criterion()),
+            );
+            err.help = Some(format!(
+                "rename one with `criterion:` (the other is evaluators[{prev}])"
+            ));
+            return Err(err);
+        }
+        built.push(evaluator);
+    }
+    for (entry, evaluator) in options.evaluators.iter_mut().zip(&built) {
+        *entry = evaluator.identity().clone();
+    }
+    Ok(built)
+}
+
+/// Builds the evaluators of validated or stored entries (a stored run's settings). An entry
+/// that no longer parses (a store written by another version) is an error naming it.
+pub fn build_all(
+    entries: &[EvaluatorEntry],
+) -> Result<Vec<Box<dyn Evaluator>>, crate::EngineError> {
+    let value = serde_json::json!({ "evaluators": entries });
+    let text =
+        serde_json::to_string_pretty(&value).map_err(|source| crate::EngineError::Corrupt {
+            what: "the run's evaluators".into(),
+            source,
+        })?;
+    // JSON is YAML: errors point into the entries as JSON.
+    let doc = YamlDocument::parse("(stored evaluators)", &text)
+        .map_err(|e| crate::EngineError::Usage(e.to_string()))?;
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let parser = EntryParser {
+                doc: &doc,
+                overrides: &[],
+                entry,
+                key_path: format!("evaluators[{i}]"),
+                dir: None,
+                judges: None,
+            };
+            build(&parser).map_err(|e| {
+                crate::EngineError::Usage(format!(
+                    "the stored evaluator `{}` cannot be rebuilt: {}",
+                    entry.type_name, e.message
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Builds one evaluator from its entry as JSON (`{"type": …, …}`): for library callers and
+/// tests. Errors are said as messages with the key path.
+pub fn from_json(value: &Value) -> Result<Box<dyn Evaluator>, crate::EngineError> {
+    let entry: EvaluatorEntry =
+        serde_json::from_value(value.clone()).map_err(|source| crate::EngineError::Corrupt {
+            what: "an evaluator entry".into(),
+            source,
+        })?;
+    build_all(std::slice::from_ref(&entry)).map(|mut v| v.remove(0))
+}
+
+/// A verdict of `criterion`.
+pub(crate) fn verdict(criterion: &str, verdict: Verdict, detail: Value) -> CriterionVerdict {
+    CriterionVerdict {
+        criterion: criterion.to_string(),
+        verdict,
+        detail,
+    }
+}
+
+/// `missing`: the stage's error when it failed, else "`what` is not available".
+pub(crate) fn missing(criterion: &str, trace: &Trace, what: &str) -> CriterionVerdict {
+    let error = match &trace.error {
+        Some(e) => e.summary(),
+        None => format!("{what} is not available"),
+    };
+    verdict(criterion, Verdict::Missing { error }, Value::Null)
+}
+
+/// `missing` with `error`.
+pub(crate) fn missing_with(criterion: &str, error: impl Into<String>) -> CriterionVerdict {
+    verdict(
+        criterion,
+        Verdict::Missing {
+            error: error.into(),
+        },
+        Value::Null,
+    )
+}
+
+/// `excluded` with `reason`.
+pub(crate) fn excluded(criterion: &str, reason: &str) -> CriterionVerdict {
+    verdict(
+        criterion,
+        Verdict::Excluded {
+            reason: reason.to_string(),
+        },
+        Value::Null,
+    )
+}
+
+pub use ranking::{best_relevant_position, judge_ranking, JudgedRanking, RelevanceUnit};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::case::parse_cases;
+    use oloproof_core::passage::Passage;
+    use oloproof_core::passage::Retrieval;
+    use serde_json::json;
+
+    fn passage(doc: &str) -> Passage {
+        Passage {
+            doc_id: doc.into(),
+            chunk_id: None,
+            score: None,
+            text: None,
+            metadata: None,
+        }
+    }
+
+    fn case(relevant: &str) -> Case {
+        let line = format!(
+            r#"{{"id":"c","input":{{}},"expected":{{"answer":"14 days","relevant":{relevant}}}}}"#
+        );
+        parse_cases("c.jsonl", &line).unwrap().remove(0)
+    }
+
+    fn trace(docs: &[&str]) -> Trace {
+        let mut t = Trace::new("c");
+        t.retrieval = Some(Retrieval {
+            query: None,
+            depth: 6,
+            candidates: docs.iter().map(|d| passage(d)).collect(),
+        });
+        t
+    }
+
+    fn eval(yaml_type: &str, k: usize, c: &Case, t: &Trace) -> CriterionVerdict {
+        from_json(&json!({"type": yaml_type, "k": k}))
+            .unwrap()
+            .evaluate(c, t, None)
+    }
+
+    #[test]
+    fn documents_are_deduplicated_and_positions_kept() {
+        let c = case(r#"[{"doc_id":"b"}]"#);
+        let t = trace(&["a", "a", "b"]);
+        let v = eval("hit_rate", 2, &c, &t);
+        assert_eq!(
+            v.verdict,
+            Verdict::Pass,
+            "b is the second distinct document"
+        );
+        assert_eq!(v.detail["best_relevant_position"], json!(3));
+        assert_eq!(
+            eval("mrr", 10, &c, &t).verdict,
+            Verdict::Score { value: 0.5 }
+        );
+    }
+
+    #[test]
+    fn graded_ndcg_and_exclusions() {
+        let c = case(r#"[{"doc_id":"a","grade":2},{"doc_id":"b"}]"#);
+        let t = trace(&["b", "a"]);
+        let v = eval("ndcg", 2, &c, &t);
+        let expected = (1.0 + 2.0 / 3f64.log2()) / (2.0 + 1.0 / 3f64.log2());
+        match v.verdict {
+            Verdict::Score { value } => assert!((value - expected).abs() < 1e-12),
+            other => panic!("{other:?}"),
+        }
+        let unlabelled = parse_cases("c.jsonl", r#"{"id":"u","input":{}}"#)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            eval("recall", 2, &unlabelled, &t).verdict,
+            Verdict::Excluded {
+                reason: "no_relevance_labels".into()
+            }
+        );
+        let zero = case(r#"[{"doc_id":"a","grade":0}]"#);
+        assert_eq!(
+            eval("ndcg", 2, &zero, &t).verdict,
+            Verdict::Excluded {
+                reason: "no_relevant_documents".into()
+            }
+        );
+    }
+
+    #[test]
+    fn chunk_unit_needs_chunk_labels() {
+        let c = case(r#"[{"doc_id":"a"}]"#);
+        let opts =
+            from_json(&json!({"type": "recall", "k": 2, "relevance_unit": "chunk"})).unwrap();
+        let v = opts.evaluate(&c, &trace(&["a"]), None);
+        assert_eq!(
+            v.verdict,
+            Verdict::Excluded {
+                reason: "relevant_without_chunk_id".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_failed_stage_is_missing_never_a_fail() {
+        let c = case(r#"[{"doc_id":"a"}]"#);
+        let mut t = Trace::new("c");
+        t.error = Some(oloproof_core::trace::StageError {
+            stage: "retrieve".into(),
+            kind: oloproof_core::trace::ErrorKind::Crash,
+            error_type: None,
+            message: "worker exited".into(),
+            traceback: None,
+            stderr_tail: vec![],
+        });
+        assert!(matches!(
+            eval("hit_rate", 2, &c, &t).verdict,
+            Verdict::Missing { .. }
+        ));
+        let contains = from_json(&json!({"type": "contains"})).unwrap();
+        assert!(matches!(
+            contains.evaluate(&c, &t, None).verdict,
+            Verdict::Missing { .. }
+        ));
+    }
+
+    #[test]
+    fn citations() {
+        let c = case("[]");
+        let mut t = trace(&["a"]);
+        t.context = Some(oloproof_core::context::assemble(
+            &t.retrieval.as_ref().unwrap().candidates,
+            1,
+            None,
+        ));
+        let mut out = serde_json::Map::new();
+        out.insert("answer".into(), json!("x"));
+        out.insert("citations".into(), json!(["a", "zz"]));
+        t.generation = Some(out);
+        let opts = from_json(&json!({"type": "citation_validity"})).unwrap();
+        let v = opts.evaluate(&c, &t, None);
+        assert_eq!(v.verdict, Verdict::Fail);
+        assert_eq!(v.detail["invalid"], json!(["zz"]));
+        t.generation
+            .as_mut()
+            .unwrap()
+            .insert("citations".into(), json!([]));
+        assert_eq!(opts.evaluate(&c, &t, None).verdict, Verdict::Pass);
+        let strict =
+            from_json(&json!({"type": "citation_validity", "require_citations": true})).unwrap();
+        assert_eq!(strict.evaluate(&c, &t, None).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn entity_grounding_and_context_utilisation() {
+        let c = case("[]");
+        let mut t = trace(&["a", "b"]);
+        let mut candidates = t.retrieval.as_ref().unwrap().candidates.clone();
+        candidates[0].text = Some("Mars has two moons, Phobos and Deimos.".into());
+        candidates[1].text = Some("Curiosity landed in 2012.".into());
+        t.context = Some(oloproof_core::context::assemble(&candidates, 2, None));
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "answer".into(),
+            json!("Phobos orbits Mars. Curiosity landed in 2013."),
+        );
+        out.insert("citations".into(), json!(["a"]));
+        t.generation = Some(out);
+        let grounding = from_json(&json!({"type": "entity_grounding"})).unwrap();
+        let v = grounding.evaluate(&c, &t, None);
+        assert_eq!(v.verdict, Verdict::Score { value: 0.75 });
+        assert_eq!(v.detail["ungrounded"], json!(["2013"]));
+        let utilisation = from_json(&json!({"type": "context_utilisation"})).unwrap();
+        assert_eq!(
+            utilisation.evaluate(&c, &t, None).verdict,
+            Verdict::Score { value: 0.5 }
+        );
+    }
+}
