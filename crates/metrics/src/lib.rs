@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod agreement;
+pub mod batch;
 pub mod calibration;
 pub mod classify;
 pub mod fusion;
