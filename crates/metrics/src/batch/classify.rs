@@ -779,14 +779,11 @@ fn latency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         .option("q")
         .unwrap_or("0.5,0.95,0.99")
         .split(',')
-        .map(|q| {
-            q.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|q| (0.0..=1.0).contains(q))
-                .ok_or_else(|| {
-                    MetricError::usage(format!("--q: `{q}` is not a quantile in [0, 1]"))
-                })
+        .map(|q| match q.trim().parse::<f64>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+            _ => Err(MetricError::usage(format!(
+                "--q: `{q}` is not a quantile in [0, 1]"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     if qs.is_empty() {

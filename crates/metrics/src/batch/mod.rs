@@ -132,11 +132,14 @@ pub trait Embedder {
     ) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
+/// One item: its 1-based line in the input and its JSON object.
+pub type Row = (usize, Map<String, Value>);
+
 /// The parsed input of a metric.
 #[derive(Default)]
 pub struct MetricInput {
     /// `(1-based line, object)` for every item.
-    pub rows: Vec<(usize, Map<String, Value>)>,
+    pub rows: Vec<Row>,
     /// Option values by name (defaults filled in by the caller).
     pub options: BTreeMap<String, String>,
     /// The content of the [`OptionKind::File`] (and path-valued [`OptionKind::FileOrInline`])
@@ -182,7 +185,7 @@ pub enum JsonLinesError {
 }
 
 /// The objects of a JSON Lines text with their 1-based line numbers; blank lines are skipped.
-pub fn parse_json_lines(text: &str) -> Result<Vec<(usize, Map<String, Value>)>, JsonLinesError> {
+pub fn parse_json_lines(text: &str) -> Result<Vec<Row>, JsonLinesError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
