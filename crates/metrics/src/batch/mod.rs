@@ -408,6 +408,16 @@ mod tests {
         );
     }
 
+    /// One item has no interval (two of the former copies of the mean gave it [x, x]).
+    #[test]
+    fn one_item_mean_has_no_interval() {
+        let input = MetricInput::from_json_lines("{\"prediction\": \"a\", \"reference\": \"a\"}\n")
+            .unwrap();
+        let out = (find("token_f1").unwrap().run)(&input).unwrap();
+        assert_eq!(out.estimate.value, Some(1.0));
+        assert_eq!(out.estimate.interval, None);
+    }
+
     #[test]
     fn empty_input_is_undefined() {
         for name in [
