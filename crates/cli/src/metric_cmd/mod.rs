@@ -1,372 +1,328 @@
-//! `oloproof metric NAME --input FILE [options]`: any metric of the library on JSONL files.
+//! `oloproof metric NAME --input FILE [options]`: any metric of the library on a JSONL file.
 //!
-//! Each metric is a [`MetricSpec`]: its name, a one-line summary, the JSONL fields it reads
-//! (shown by `oloproof metric NAME --help`), its options, and a function from the parsed input
-//! to a [`MetricOutput`]. Groups of metrics live in sibling modules and are listed in
-//! [`registry`]; the computations themselves are in the pure `oloproof-metrics` crate.
-
-mod answer;
-mod classify;
-mod ingest;
-mod ontology;
-mod rag;
+//! The metrics, their computations and their aggregates live in `oloproof_metrics::batch`; this
+//! module only builds one clap subcommand per registered [`MetricSpec`] (its fields in the
+//! help), reads the input and the files its options name, calls the metric and prints the
+//! result.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use oloproof_metrics::batch::{
+    self, Embedder, MetricError, MetricInput, MetricOutput, MetricSpec, OptionFile, OptionKind,
+};
 use serde_json::{Map, Value};
 
 use crate::commands::CliError;
 use crate::exit_codes;
 
-/// One option of a metric (`--bins 10`).
-pub(crate) struct OptionSpec {
-    /// Flag name without dashes.
-    pub(crate) name: &'static str,
-    /// Help text.
-    pub(crate) help: &'static str,
-    /// Default value, if any.
-    pub(crate) default: Option<&'static str>,
-}
+/// The id of each metric's hidden catch-all argument: what clap did not recognise, reported
+/// with a did-you-mean by [`metric`] rather than by clap. (A metric's options are identified
+/// by their names, which the library keeps apart from `input`, `per-item` and `json`.)
+const UNEXPECTED: &str = "unexpected";
 
-/// A metric usable from the command line.
-pub(crate) struct MetricSpec {
-    /// `cer`, `cohen_kappa`, …
-    pub(crate) name: &'static str,
-    /// One line: what it computes and its reference implementation.
-    pub(crate) summary: &'static str,
-    /// The JSONL fields, one per line, for `--help`.
-    pub(crate) fields: &'static str,
-    /// Options besides `--input`, `--per-item`, `--json`.
-    pub(crate) options: &'static [OptionSpec],
-    /// The computation.
-    pub(crate) run: fn(&MetricInput) -> Result<MetricOutput, MetricError>,
-}
-
-/// The parsed input of a metric.
-#[allow(
-    dead_code,
-    reason = "accessors for the metric groups; not every group uses each"
-)]
-pub(crate) struct MetricInput {
-    /// The input file as given (for messages).
-    pub(crate) path: String,
-    /// `(1-based line, object)` for every non-blank line.
-    pub(crate) rows: Vec<(usize, Map<String, Value>)>,
-    /// Option values (defaults filled in).
-    pub(crate) options: BTreeMap<String, String>,
-}
-
-#[allow(
-    dead_code,
-    reason = "accessors for the metric groups; not every group uses each"
-)]
-impl MetricInput {
-    /// The option `name` (present when it has a default or was given).
-    pub(crate) fn option(&self, name: &str) -> Option<&str> {
-        self.options.get(name).map(String::as_str)
-    }
-
-    /// The option `name` parsed, with a located error naming the flag.
-    pub(crate) fn parsed<T: std::str::FromStr>(
-        &self,
-        name: &str,
-        what: &str,
-    ) -> Result<Option<T>, MetricError> {
-        match self.option(name) {
-            None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| MetricError::usage(format!("--{name} {v}: expected {what}"))),
-        }
-    }
-
-    /// A string field of a row.
-    pub(crate) fn str_field<'a>(
-        &self,
-        line: usize,
-        row: &'a Map<String, Value>,
-        field: &str,
-    ) -> Result<&'a str, MetricError> {
-        match row.get(field) {
-            Some(Value::String(s)) => Ok(s),
-            Some(other) => Err(MetricError::at(
-                line,
-                field,
-                format!("expected a string, found {}", kind(other)),
-            )),
-            None => Err(MetricError::at(line, field, "missing field".to_string())),
-        }
-    }
-
-    /// A numeric field of a row (finite).
-    pub(crate) fn f64_field(
-        &self,
-        line: usize,
-        row: &Map<String, Value>,
-        field: &str,
-    ) -> Result<f64, MetricError> {
-        match row.get(field) {
-            Some(Value::Number(n)) => n.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
-                MetricError::at(line, field, "expected a finite number".to_string())
-            }),
-            Some(Value::Bool(b)) => Ok(if *b { 1.0 } else { 0.0 }),
-            Some(other) => Err(MetricError::at(
-                line,
-                field,
-                format!("expected a number, found {}", kind(other)),
-            )),
-            None => Err(MetricError::at(line, field, "missing field".to_string())),
-        }
-    }
-}
-
-/// JSON kind names for messages.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// What a metric produced.
-#[derive(Default)]
-pub(crate) struct MetricOutput {
-    /// The headline value.
-    pub(crate) value: f64,
-    /// Its 95 % interval, where one makes sense.
-    pub(crate) interval: Option<[f64; 2]>,
-    /// How the interval was computed (`percentile bootstrap, seed 0, 10000 resamples`, …).
-    pub(crate) interval_method: Option<String>,
-    /// Other named results (counts, per-class tables, …), printed and put in `--json`.
-    pub(crate) extra: Map<String, Value>,
-    /// One object per input item, for `--per-item`.
-    pub(crate) items: Vec<Value>,
-}
-
-/// A metric failure: a bad row (located) or a bad option.
-#[derive(Debug)]
-pub(crate) struct MetricError {
-    /// 1-based line of the input, if the error is about a row.
-    pub(crate) line: Option<usize>,
-    /// The field, if any.
-    pub(crate) field: Option<String>,
-    /// What is wrong and how to fix it.
-    pub(crate) message: String,
-}
-
-#[allow(dead_code, reason = "constructors for the metric groups")]
-impl MetricError {
-    /// An error about `field` on `line`.
-    pub(crate) fn at(line: usize, field: &str, message: String) -> Self {
-        MetricError {
-            line: Some(line),
-            field: Some(field.to_string()),
-            message,
-        }
-    }
-
-    /// An error about the options or the input as a whole.
-    pub(crate) fn usage(message: String) -> Self {
-        MetricError {
-            line: None,
-            field: None,
-            message,
-        }
-    }
-}
-
-/// Every metric, in `--list` order.
-pub(crate) fn registry() -> Vec<MetricSpec> {
-    let mut all = Vec::new();
-    all.extend(answer::metrics());
-    all.extend(classify::metrics());
-    all.extend(ingest::metrics());
-    all.extend(rag::metrics());
-    all.extend(ontology::metrics());
-    all
-}
-
-fn help(spec: &MetricSpec) -> String {
-    let mut out = format!("oloproof metric {} — {}\n\nUsage: oloproof metric {} --input FILE.jsonl [--per-item] [--json]", spec.name, spec.summary, spec.name);
-    for o in spec.options {
-        out.push_str(&format!(" [--{} VALUE]", o.name));
-    }
-    out.push_str("\n\nInput: one JSON object per line with\n");
-    for line in spec.fields.lines() {
-        out.push_str(&format!("  {line}\n"));
-    }
-    out.push_str("\nOptions:\n");
-    {
-        for o in spec.options {
-            let default = o
-                .default
-                .map(|d| format!(" (default {d})"))
-                .unwrap_or_default();
-            out.push_str(&format!("  --{:<16} {}{default}\n", o.name, o.help));
-        }
-    }
-    out.push_str("  --per-item         print one row per input item\n  --json             print {\"metric\", \"value\", …} as JSON\n");
-    out
-}
-
-/// Arguments of `oloproof metric`.
-#[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true)]
+/// Arguments of `oloproof metric`: `--list`, or one metric subcommand.
+#[derive(Debug, Default)]
 pub(crate) struct MetricArgs {
-    /// The metric (`oloproof metric --list` lists them).
-    pub(crate) name: Option<String>,
-    /// List every metric.
-    #[arg(long)]
-    pub(crate) list: bool,
-    /// `--input FILE`, `--per-item`, `--json`, `--help` and the metric's own options.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub(crate) rest: Vec<String>,
+    /// `--list`.
+    list: bool,
+    /// The metric subcommand, if one was given.
+    call: Option<MetricCall>,
+}
+
+/// One metric subcommand as parsed.
+#[derive(Debug, Default)]
+struct MetricCall {
+    /// The name given.
+    name: String,
+    /// False when no metric has that name.
+    known: bool,
+    /// `--input`.
+    input: Option<PathBuf>,
+    /// `--per-item`.
+    per_item: bool,
+    /// `--json`.
+    json: bool,
+    /// The metric's options, given or defaulted.
+    options: BTreeMap<String, String>,
+    /// Arguments clap did not recognise.
+    unexpected: Vec<String>,
+}
+
+/// The clap subcommand of one metric; its help shows the input fields.
+fn metric_command(spec: &MetricSpec) -> Command {
+    let mut fields = String::from("Input: one JSON object per line with\n");
+    for line in spec.fields.lines() {
+        fields.push_str(&format!("  {line}\n"));
+    }
+    let mut cmd = Command::new(spec.name)
+        .about(spec.summary)
+        .after_help(fields)
+        .arg(
+            Arg::new("input")
+                .short('i')
+                .long("input")
+                .value_name("FILE.jsonl")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("the items, one JSON object per line (`-` reads stdin)"),
+        )
+        .arg(
+            Arg::new("per-item")
+                .long("per-item")
+                .action(ArgAction::SetTrue)
+                .help("print one row per input item"),
+        )
+        .arg(
+            Arg::new("json")
+                .long("json")
+                .action(ArgAction::SetTrue)
+                .help("print {\"metric\", \"value\", …} as JSON"),
+        );
+    for o in spec.options {
+        let mut arg = Arg::new(o.name)
+            .long(o.name)
+            .value_name(match o.kind {
+                OptionKind::File | OptionKind::FileOrInline => "FILE",
+                OptionKind::EmbeddingModel => "DIR",
+                _ => "VALUE",
+            })
+            .allow_hyphen_values(true)
+            .help(o.help);
+        if let Some(d) = o.default {
+            arg = arg.default_value(d);
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd.arg(
+        Arg::new(UNEXPECTED)
+            .num_args(1..)
+            .allow_hyphen_values(true)
+            .trailing_var_arg(true)
+            .hide(true),
+    )
+}
+
+impl clap::Args for MetricArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let mut cmd = cmd
+            .arg(
+                Arg::new("list")
+                    .long("list")
+                    .action(ArgAction::SetTrue)
+                    .help("List every metric (as `oloproof metric` without a name)"),
+            )
+            .subcommand_value_name("NAME")
+            .subcommand_help_heading("Metrics")
+            .disable_help_subcommand(true)
+            .allow_external_subcommands(true)
+            .after_help("`oloproof metric NAME --help` shows a metric's input fields and options.");
+        for spec in batch::registry() {
+            cmd = cmd.subcommand(metric_command(&spec));
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl clap::FromArgMatches for MetricArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let list = matches.get_flag("list");
+        let call = matches.subcommand().map(|(name, sub)| {
+            let Some(spec) = batch::find(name) else {
+                return MetricCall {
+                    name: name.to_string(),
+                    ..MetricCall::default()
+                };
+            };
+            let options = spec
+                .options
+                .iter()
+                .filter_map(|o| {
+                    sub.get_one::<String>(o.name)
+                        .map(|v| (o.name.to_string(), v.clone()))
+                })
+                .collect();
+            MetricCall {
+                name: name.to_string(),
+                known: true,
+                input: sub.get_one::<PathBuf>("input").cloned(),
+                per_item: sub.get_flag("per-item"),
+                json: sub.get_flag("json"),
+                options,
+                unexpected: sub
+                    .get_many::<String>(UNEXPECTED)
+                    .map(|v| v.cloned().collect())
+                    .unwrap_or_default(),
+            }
+        });
+        Ok(MetricArgs { list, call })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+/// A local embedding model (`--model DIR`) as the library's [`Embedder`].
+struct LocalEmbedder(oloproof_judge::JudgeClient);
+
+impl Embedder for LocalEmbedder {
+    fn embed(
+        &self,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(self.0.embed(texts)?)
+    }
+}
+
+/// Reads the files and loads the model the options of `spec` name.
+fn resolve_options(spec: &MetricSpec, input: &mut MetricInput) -> Result<(), CliError> {
+    for o in spec.options {
+        let Some(value) = input.option(o.name).map(str::to_string) else {
+            continue;
+        };
+        match o.kind {
+            OptionKind::File => {}
+            OptionKind::FileOrInline if !value.trim_start().starts_with('{') => {}
+            OptionKind::EmbeddingModel => {
+                let mut settings = oloproof_judge::JudgeSettings::local(
+                    oloproof_judge::LocalKind::Embedding,
+                    &value,
+                );
+                settings.threads = input
+                    .parsed("threads", "a positive integer")
+                    .map_err(|e| CliError::Usage(e.message()))?;
+                let client = oloproof_judge::JudgeClient::new("model", settings)
+                    .map_err(|e| CliError::Usage(format!("--model {value}: {e}")))?;
+                input.embedder = Some(Box::new(LocalEmbedder(client)));
+                continue;
+            }
+            _ => continue,
+        }
+        let bytes = std::fs::read(&value)
+            .map_err(|e| CliError::Usage(format!("--{} {value}: cannot read: {e}", o.name)))?;
+        input.files.insert(
+            o.name.to_string(),
+            OptionFile {
+                path: value.clone(),
+                bytes,
+            },
+        );
+    }
+    Ok(())
 }
 
 /// Runs `oloproof metric`.
 pub(crate) fn metric(args: MetricArgs) -> Result<u8, CliError> {
-    let specs = registry();
+    let specs = batch::registry();
     let mut out = std::io::stdout().lock();
-    let Some(name) = args.name.filter(|n| n != "--help" && n != "-h") else {
-        writeln!(
-            out,
-            "Metrics (oloproof metric NAME --help for the input fields):"
-        )?;
-        let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
-        for s in &specs {
-            writeln!(out, "  {:width$}  {}", s.name, s.summary)?;
-        }
-        return Ok(exit_codes::SUCCESS);
-    };
-    let Some(spec) = specs.iter().find(|s| s.name == name) else {
-        let hint = oloproof_core::source::did_you_mean(&name, specs.iter().map(|s| s.name))
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| "; `oloproof metric --list` lists them".to_string());
-        return Err(CliError::Usage(format!("unknown metric `{name}`{hint}")));
-    };
-    let mut input: Option<PathBuf> = None;
-    let mut per_item = false;
-    let mut json = false;
-    let mut options: BTreeMap<String, String> = spec
-        .options
-        .iter()
-        .filter_map(|o| o.default.map(|d| (o.name.to_string(), d.to_string())))
-        .collect();
-    let mut rest = args.rest.into_iter();
-    while let Some(arg) = rest.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |flag: &str| {
-            inline
-                .clone()
-                .or_else(|| rest.next())
-                .ok_or_else(|| CliError::Usage(format!("{flag} needs a value")))
-        };
-        match flag.as_str() {
-            "--help" | "-h" => {
-                write!(out, "{}", help(spec))?;
-                return Ok(exit_codes::SUCCESS);
+    let call = match args.call {
+        Some(call) if !args.list => call,
+        _ => {
+            writeln!(
+                out,
+                "Metrics (oloproof metric NAME --help for the input fields):"
+            )?;
+            let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+            for s in &specs {
+                writeln!(out, "  {:width$}  {}", s.name, s.summary)?;
             }
-            "--input" | "-i" => input = Some(PathBuf::from(value("--input")?)),
-            "--per-item" => per_item = true,
-            "--json" => json = true,
-            other => {
-                let Some(key) = other.strip_prefix("--") else {
-                    return Err(CliError::Usage(format!(
-                        "unexpected argument `{other}`; see oloproof metric {name} --help"
-                    )));
-                };
-                if !spec.options.iter().any(|o| o.name == key) {
-                    let known: Vec<&str> = spec
-                        .options
-                        .iter()
-                        .map(|o| o.name)
-                        .chain(["input", "per-item", "json"])
-                        .collect();
-                    let hint = oloproof_core::source::did_you_mean(key, known.iter().copied())
-                        .map(|s| format!("; did you mean `--{s}`?"))
-                        .unwrap_or_else(|| format!("; see oloproof metric {name} --help"));
-                    return Err(CliError::Usage(format!(
-                        "`{name}` has no option `--{key}`{hint}"
-                    )));
-                }
-                options.insert(key.to_string(), value(other)?);
-            }
+            return Ok(exit_codes::SUCCESS);
         }
+    };
+    let name = call.name.as_str();
+    let spec = match specs.iter().find(|s| s.name == name) {
+        Some(spec) if call.known => spec,
+        _ => {
+            let hint = oloproof_core::source::did_you_mean(name, specs.iter().map(|s| s.name))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_else(|| "; `oloproof metric --list` lists them".to_string());
+            return Err(CliError::Usage(format!("unknown metric `{name}`{hint}")));
+        }
+    };
+    if let Some(first) = call.unexpected.first() {
+        let Some(key) = first.strip_prefix("--") else {
+            return Err(CliError::Usage(format!(
+                "unexpected argument `{first}`; see oloproof metric {name} --help"
+            )));
+        };
+        let key = key.split_once('=').map_or(key, |(k, _)| k);
+        let known = spec
+            .options
+            .iter()
+            .map(|o| o.name)
+            .chain(["input", "per-item", "json"]);
+        let hint = oloproof_core::source::did_you_mean(key, known)
+            .map(|s| format!("; did you mean `--{s}`?"))
+            .unwrap_or_else(|| format!("; see oloproof metric {name} --help"));
+        return Err(CliError::Usage(format!(
+            "`{name}` has no option `--{key}`{hint}"
+        )));
     }
-    let Some(input) = input else {
+    let Some(path) = call.input else {
         return Err(CliError::Usage(format!(
             "oloproof metric {name} needs --input FILE.jsonl (see --help)"
         )));
     };
-    let shown = input.display().to_string();
+    let shown = path.display().to_string();
     let text = if shown == "-" {
         std::io::read_to_string(std::io::stdin())?
     } else {
-        std::fs::read_to_string(&input)
+        std::fs::read_to_string(&path)
             .map_err(|e| CliError::Usage(format!("cannot read {shown}: {e}")))?
     };
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(map)) => rows.push((i + 1, map)),
-            Ok(other) => {
-                return Err(CliError::Usage(format!(
-                    "{shown}:{}: expected a JSON object, found {}",
-                    i + 1,
-                    kind(&other)
-                )))
-            }
-            Err(e) => {
-                return Err(CliError::Usage(format!(
-                    "{shown}:{}:{}: malformed JSON: {}",
-                    i + 1,
-                    e.column(),
-                    e.to_string().split(" at line").next().unwrap_or_default()
-                )))
-            }
-        }
-    }
-    let parsed = MetricInput {
-        path: shown.clone(),
+    let rows =
+        batch::parse_json_lines(&text).map_err(|e| CliError::Usage(format!("{shown}:{e}")))?;
+    let mut input = MetricInput {
         rows,
-        options,
+        options: call.options,
+        ..MetricInput::default()
     };
-    let result = (spec.run)(&parsed).map_err(|e| {
-        let place = match (e.line, &e.field) {
-            (Some(l), Some(f)) => format!("{shown}:{l}: field `{f}`: "),
-            (Some(l), None) => format!("{shown}:{l}: "),
-            _ => String::new(),
-        };
-        CliError::Usage(format!("{place}{}", e.message))
-    })?;
-    if !result.value.is_finite() {
+    resolve_options(spec, &mut input)?;
+    let result = (spec.run)(&input).map_err(|e| located(&shown, &e))?;
+    print(&mut out, name, &result, call.json, call.per_item)?;
+    Ok(exit_codes::SUCCESS)
+}
+
+/// A metric error as `FILE:LINE: field `F`: message` when it is about a row.
+fn located(shown: &str, e: &MetricError) -> CliError {
+    match e {
+        MetricError::Field {
+            line,
+            field,
+            message,
+        } => CliError::Usage(format!("{shown}:{line}: field `{field}`: {message}")),
+        other => CliError::Usage(other.to_string()),
+    }
+}
+
+/// Prints a result: `NAME = value  95% [lo, hi] (method)` and the extras, or JSON.
+fn print(
+    out: &mut impl Write,
+    name: &str,
+    result: &MetricOutput,
+    json: bool,
+    per_item: bool,
+) -> Result<(), CliError> {
+    let Some(value) = result.estimate.value else {
         return Err(CliError::Usage(format!(
             "`{name}` is undefined on this input (no items it applies to)"
         )));
-    }
+    };
+    let interval = result.estimate.interval.as_ref();
     if json {
         let mut obj = Map::new();
-        obj.insert("metric".into(), Value::String(name.clone()));
-        obj.insert("value".into(), serde_json::json!(result.value));
-        if let Some(ci) = result.interval {
-            obj.insert("interval".into(), serde_json::json!(ci));
-            obj.insert(
-                "interval_method".into(),
-                serde_json::json!(result.interval_method),
-            );
+        obj.insert("metric".into(), Value::String(name.to_string()));
+        obj.insert("value".into(), serde_json::json!(value));
+        if let Some(ci) = interval {
+            obj.insert("interval".into(), serde_json::json!([ci.lo, ci.hi]));
+            obj.insert("interval_method".into(), serde_json::json!(ci.method));
         }
         for (k, v) in &result.extra {
             obj.insert(k.clone(), v.clone());
@@ -374,27 +330,15 @@ pub(crate) fn metric(args: MetricArgs) -> Result<u8, CliError> {
         if per_item {
             obj.insert("items".into(), Value::Array(result.items.clone()));
         }
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&Value::Object(obj)).unwrap_or_default()
-        )?;
-        return Ok(exit_codes::SUCCESS);
+        let text = serde_json::to_string_pretty(&Value::Object(obj))
+            .map_err(|e| CliError::Output(e.into()))?;
+        writeln!(out, "{text}")?;
+        return Ok(());
     }
-    let interval = result
-        .interval
-        .map(|[lo, hi]| {
-            format!(
-                "  95% [{lo:.4}, {hi:.4}]{}",
-                result
-                    .interval_method
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
-            )
-        })
+    let interval = interval
+        .map(|ci| format!("  95% [{:.4}, {:.4}] ({})", ci.lo, ci.hi, ci.method))
         .unwrap_or_default();
-    writeln!(out, "{name} = {:.4}{interval}", result.value)?;
+    writeln!(out, "{name} = {value:.4}{interval}")?;
     for (k, v) in &result.extra {
         match v {
             Value::Number(n) => writeln!(out, "  {k}: {n}")?,
@@ -407,5 +351,5 @@ pub(crate) fn metric(args: MetricArgs) -> Result<u8, CliError> {
             writeln!(out, "{item}")?;
         }
     }
-    Ok(exit_codes::SUCCESS)
+    Ok(())
 }

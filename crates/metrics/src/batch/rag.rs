@@ -1,18 +1,20 @@
 //! Retrieval and RAG metrics on JSONL: metadata-filter exclusion and predicates (seed 000 Part
 //! 5), context use, nugget scores, entity grounding, ANN recall, freshness lag, expansion and
 //! multi-query uplift, cost per request and cache hit rates. The computations are in
-//! `oloproof_metrics::rag`.
+//! [`crate::rag`]; entity grounding and context utilisation go through the per-item adapters
+//! of [`super::item`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use oloproof_metrics::rag::{ann, context, filters, freshness, npy, query, system};
+use crate::rag::{ann, context, filters, freshness, npy, query, system};
 use serde_json::{json, Map, Value};
 
-use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
-
-const BOOTSTRAP: &str = "percentile bootstrap over items, seed 0, 10000 resamples";
-const EXACT: &str = "Clopper-Pearson exact binomial";
-const PAIRED: &str = "paired bootstrap of the mean difference, seed 0, 10000 resamples";
+use super::error::unless_insufficient;
+use super::item::{self, ItemInput, Passage};
+use super::{
+    kind, mean, opt, rate_json, Estimate, MetricError, MetricInput, MetricOutput, MetricSpec,
+    OptionKind, OptionSpec,
+};
 
 pub(crate) fn metrics() -> Vec<MetricSpec> {
     vec![
@@ -25,10 +27,10 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
                      filter: {field: value | [values]} — the applied conjunction (needs --docs)\n\
                      retrieved: [string] (optional) — the ranked list after filtering, for recall@k\n\
                      query_id: string (optional)",
-            options: &[
-                OptionSpec { name: "docs", help: "JSONL of documents {\"id\", field: value, …} for `filter` rows", default: None },
-                OptionSpec { name: "k", help: "cut-off of recall@k", default: Some("10") },
-            ],
+            options: const { &[
+                OptionSpec::file("docs", "JSONL of documents {\"id\", field: value, …} for `filter` rows"),
+                OptionSpec::value("k", "cut-off of recall@k", Some("10")),
+            ] },
             run: false_exclusion,
         },
         MetricSpec {
@@ -47,11 +49,11 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
                      survivors: [string] or excluded: [string] — under the hard filter\n\
                      hard: [string] — ranked list with the predicate as a hard filter\n\
                      soft: [string] — ranked list with the predicate as a soft boost",
-            options: &[
-                OptionSpec { name: "k", help: "cut-off of recall@k and precision@k", default: Some("10") },
-                OptionSpec { name: "epsilon", help: "hard needs exclusion_rate < epsilon", default: Some("0.05") },
-                OptionSpec { name: "precision-margin", help: "hard needs hard_precision ≥ soft_precision + margin", default: Some("0.1") },
-            ],
+            options: const { &[
+                OptionSpec::value("k", "cut-off of recall@k and precision@k", Some("10")),
+                OptionSpec::value("epsilon", "hard needs exclusion_rate < epsilon", Some("0.05")),
+                OptionSpec::value("precision-margin", "hard needs hard_precision ≥ soft_precision + margin", Some("0.1")),
+            ] },
             run: decision,
         },
         MetricSpec {
@@ -66,7 +68,7 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             summary: "nugget scores as TREC 2024 RAG's AutoNuggetizer (all, vital, strict_all, strict_vital; partial support = 0.5)",
             fields: "nuggets: [{\"importance\": \"vital\"|\"okay\", \"assignment\": \"support\"|\"partial_support\"|\"not_support\"}]\n\
                      (nuggetizer's assign output; other keys such as text and qid are ignored)",
-            options: &[OptionSpec { name: "score", help: "headline: all, vital, strict_all or strict_vital", default: Some("all") }],
+            options: const { &[OptionSpec::value("score", "headline: all, vital, strict_all or strict_vital", Some("all"))] },
             run: nuggets,
         },
         MetricSpec {
@@ -83,13 +85,13 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
                      vector: [number] — the query vector, or\n\
                      query_index: integer — a row of --queries\n\
                      ids are row numbers for .npy vectors, the `id` field for JSONL",
-            options: &[
-                OptionSpec { name: "vectors", help: "corpus vectors: .npy (2-D float32/float64, C order) or JSONL {\"id\", \"vector\"}", default: None },
-                OptionSpec { name: "queries", help: "query vectors for `query_index` (.npy or JSONL)", default: None },
-                OptionSpec { name: "k", help: "number of neighbours", default: Some("10") },
-                OptionSpec { name: "distance", help: "cosine (1 − cos), dot (−a·b) or l2", default: Some("cosine") },
-                OptionSpec { name: "epsilon", help: "distance slack of the tie-robust recall (ann-benchmarks)", default: Some("0.001") },
-            ],
+            options: const { &[
+                OptionSpec::file("vectors", "corpus vectors: .npy (2-D float32/float64, C order) or JSONL {\"id\", \"vector\"}"),
+                OptionSpec::file("queries", "query vectors for `query_index` (.npy or JSONL)"),
+                OptionSpec::value("k", "number of neighbours", Some("10")),
+                OptionSpec::value("distance", "cosine (1 − cos), dot (−a·b) or l2", Some("cosine")),
+                OptionSpec::value("epsilon", "distance slack of the tie-robust recall (ann-benchmarks)", Some("0.001")),
+            ] },
             run: ann_recall,
         },
         MetricSpec {
@@ -103,31 +105,31 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "expansion_uplift",
             summary: "mean paired difference recall@k(expanded) − recall@k(raw query), with its interval",
             fields: "gold: [string]\nbaseline: [string] — ranked list for the raw query\nexpanded: [string] — ranked list for the expanded query",
-            options: &[OptionSpec { name: "k", help: "cut-off", default: Some("10") }],
+            options: const { &[OptionSpec::value("k", "cut-off", Some("10"))] },
             run: expansion,
         },
         MetricSpec {
             name: "multi_query_recall",
             summary: "mean paired difference of union recall@k over N rewrites minus single-query recall@k",
             fields: "gold: [string]\nsingle: [string] — ranked list for the original query\nrewrites: [[string]] — one ranked list per rewrite",
-            options: &[
-                OptionSpec { name: "k", help: "cut-off per list", default: Some("10") },
-                OptionSpec { name: "include-original", help: "also put the original query's top-k in the union (true/false)", default: Some("false") },
-            ],
+            options: const { &[
+                OptionSpec::value("k", "cut-off per list", Some("10")),
+                OptionSpec::value("include-original", "also put the original query's top-k in the union (true/false)", Some("false")),
+            ] },
             run: multi_query,
         },
         MetricSpec {
             name: "cost_per_request",
             summary: "mean cost of a request: Σ usage × price + fixed costs (p50 and p99 too)",
             fields: "usage: {kind: number} — tokens or calls per priced kind\ncosts: {stage: number} (optional) — costs already in currency",
-            options: &[OptionSpec { name: "prices", help: "JSON file (or inline JSON object) of price per unit of each kind", default: None }],
+            options: const { &[OptionSpec { name: "prices", help: "JSON file (or inline JSON object) of price per unit of each kind", default: None, kind: OptionKind::FileOrInline }] },
             run: cost,
         },
         MetricSpec {
             name: "cache_hit_rate",
             summary: "hits / lookups per cache layer (embedding, retrieval, kv, …), pooled over requests",
             fields: "cache: {layer: true | false | {\"hits\": n, \"lookups\": m}}",
-            options: &[OptionSpec { name: "layer", help: "the layer for the headline value (default: all layers pooled)", default: None }],
+            options: const { &[OptionSpec::value("layer", "the layer for the headline value (default: all layers pooled)", None)] },
             run: cache,
         },
     ]
@@ -169,74 +171,6 @@ fn id_set(
     field: &str,
 ) -> Result<BTreeSet<String>, MetricError> {
     Ok(str_list(line, row, field)?.into_iter().collect())
-}
-
-/// The mean of `values` with a bootstrap interval (none for fewer than 2 values).
-pub(crate) fn mean_output(values: &[f64]) -> MetricOutput {
-    let value = if values.is_empty() {
-        f64::NAN
-    } else {
-        values.iter().sum::<f64>() / values.len() as f64
-    };
-    let interval = if values.len() >= 2 {
-        oloproof_stats::percentile_bootstrap_mean_grouped(values, 10_000, 0, 0.95)
-            .ok()
-            .map(|ci| [ci.lo, ci.hi])
-    } else {
-        None
-    };
-    let mut extra = Map::new();
-    extra.insert("n".into(), json!(values.len()));
-    MetricOutput {
-        value,
-        interval,
-        interval_method: interval.map(|_| BOOTSTRAP.to_string()),
-        extra,
-        items: Vec::new(),
-    }
-}
-
-/// `k / n` with its exact interval (NaN when `n` is 0).
-pub(crate) fn proportion_output(k: usize, n: usize) -> MetricOutput {
-    let interval = oloproof_stats::clopper_pearson(k as u64, n as u64, 0.95)
-        .ok()
-        .map(|ci| [ci.lo, ci.hi]);
-    MetricOutput {
-        value: if n == 0 {
-            f64::NAN
-        } else {
-            k as f64 / n as f64
-        },
-        interval,
-        interval_method: interval.map(|_| EXACT.to_string()),
-        extra: Map::new(),
-        items: Vec::new(),
-    }
-}
-
-/// `{"value": k/n, "interval": [lo, hi], "k": k, "n": n}` for an extra rate.
-pub(crate) fn rate_json(k: usize, n: usize) -> Value {
-    let ci = oloproof_stats::clopper_pearson(k as u64, n as u64, 0.95)
-        .ok()
-        .map(|c| [c.lo, c.hi]);
-    json!({"value": (n > 0).then(|| k as f64 / n as f64), "interval": ci, "k": k, "n": n})
-}
-
-/// `Option<f64>` as JSON (null when undefined).
-pub(crate) fn opt(x: Option<f64>) -> Value {
-    x.map_or(Value::Null, |v| json!(v))
-}
-
-pub(crate) fn read_option_file(
-    input: &MetricInput,
-    name: &str,
-) -> Result<(String, String), MetricError> {
-    let path = input
-        .option(name)
-        .ok_or_else(|| MetricError::usage(format!("this metric needs --{name} FILE")))?;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| MetricError::usage(format!("--{name} {path}: cannot read: {e}")))?;
-    Ok((path.to_string(), text))
 }
 
 fn usize_option(input: &MetricInput, name: &str) -> Result<usize, MetricError> {
@@ -322,7 +256,7 @@ fn outcome(
 type DocFields = Vec<(String, BTreeMap<String, String>)>;
 
 fn load_docs(input: &MetricInput) -> Result<DocFields, MetricError> {
-    let (path, text) = read_option_file(input, "docs")?;
+    let (path, text) = input.file_text("docs")?;
     let mut docs = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -344,10 +278,6 @@ fn load_docs(input: &MetricInput) -> Result<DocFields, MetricError> {
         docs.push((id, meta));
     }
     Ok(docs)
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 // ---- filters ----
@@ -434,14 +364,15 @@ fn false_exclusion(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         outcomes.push(o);
     }
     let c = filters::false_exclusion(&outcomes);
-    let mut out = proportion_output(c.queries_all_excluded, c.queries_with_gold);
+    let mut out =
+        MetricOutput::proportion(c.queries_all_excluded as u64, c.queries_with_gold as u64)?;
     out.extra
         .insert("queries_with_gold".into(), json!(c.queries_with_gold));
     out.extra
         .insert("queries_all_excluded".into(), json!(c.queries_all_excluded));
     out.extra.insert(
         "document_exclusion_rate".into(),
-        rate_json(c.gold_excluded, c.gold_documents),
+        rate_json(c.gold_excluded as u64, c.gold_documents as u64)?,
     );
     if !recalls.is_empty() {
         out.extra
@@ -486,16 +417,13 @@ fn predicates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         pairs.push((p, g));
     }
     let s = filters::predicate_scores(&pairs);
-    let mut out = MetricOutput {
-        value: s.micro.f1().unwrap_or(f64::NAN),
-        ..Default::default()
-    };
+    let mut out = MetricOutput::value(s.micro.f1());
     out.extra
         .insert("precision".into(), opt(s.micro.precision()));
     out.extra.insert("recall".into(), opt(s.micro.recall()));
     out.extra.insert(
         "exact_filter_rate".into(),
-        rate_json(s.exact_queries, s.queries),
+        rate_json(s.exact_queries as u64, s.queries as u64)?,
     );
     out.extra.insert(
         "per_field".into(),
@@ -554,12 +482,12 @@ fn decision(input: &MetricInput) -> Result<MetricOutput, MetricError> {
                 "soft_recall": r.soft_recall,
                 "hard_precision": r.hard_precision,
                 "soft_precision": r.soft_precision,
-                "exclusion_rate": rate_json(e, r.queries),
+                "exclusion_rate": rate_json(e as u64, r.queries as u64)?,
                 "decision": r.decision.as_str(),
             }),
         );
     }
-    let mut out = proportion_output(excluded, total);
+    let mut out = MetricOutput::proportion(excluded as u64, total as u64)?;
     out.extra.insert(
         "rule".into(),
         json!(format!(
@@ -578,20 +506,35 @@ fn utilisation(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let (mut cited_in, mut retrieved_n, mut outside, mut skipped) =
         (0usize, 0usize, 0usize, 0usize);
     for (line, row) in &input.rows {
-        let r = id_set(*line, row, "retrieved")?;
-        let c = id_set(*line, row, "cited")?;
-        let u = context::context_utilisation(&r, &c);
-        let out_ids = context::cited_outside(&r, &c);
-        outside += out_ids.len();
-        cited_in += c.len() - out_ids.len();
-        retrieved_n += r.len();
-        match u {
-            Some(u) => values.push(u),
+        let retrieved = str_list(*line, row, "retrieved")?;
+        let cited = str_list(*line, row, "cited")?;
+        let it = ItemInput {
+            context: Some(
+                retrieved
+                    .iter()
+                    .map(|id| Passage {
+                        id: Some(id),
+                        text: None,
+                    })
+                    .collect(),
+            ),
+            citations: cited.iter().map(String::as_str).collect(),
+            ..ItemInput::default()
+        };
+        let u = item::context_utilisation(&it)
+            .map_err(|e| MetricError::at(*line, "retrieved", e.to_string()))?;
+        outside += u.cited_outside.len();
+        cited_in += u.cited - u.cited_outside.len();
+        retrieved_n += u.context;
+        match u.value {
+            Some(v) => values.push(v),
             None => skipped += 1,
         }
-        items.push(json!({"context_utilisation": u, "cited_outside_context": out_ids}));
+        items.push(
+            json!({"context_utilisation": u.value, "cited_outside_context": u.cited_outside}),
+        );
     }
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.extra.insert(
         "pooled".into(),
         opt((retrieved_n > 0).then(|| cited_in as f64 / retrieved_n as f64)),
@@ -655,7 +598,7 @@ fn nuggets(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
         items.push(item);
     }
-    let mut out = mean_output(cols.get(headline).map_or(&[][..], Vec::as_slice));
+    let mut out = MetricOutput::mean(cols.get(headline).map_or(&[][..], Vec::as_slice))?;
     for name in ["all", "vital", "strict_all", "strict_vital"] {
         let v = cols.get(name).map_or(&[][..], Vec::as_slice);
         out.extra.insert(format!("{name}_score"), opt(mean(v)));
@@ -668,10 +611,15 @@ fn nuggets(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     Ok(out)
 }
 
-fn text_or_list(line: usize, row: &Map<String, Value>, field: &str) -> Result<String, MetricError> {
+/// A string field, or an array of strings (as passages).
+fn text_or_list(
+    line: usize,
+    row: &Map<String, Value>,
+    field: &str,
+) -> Result<Vec<String>, MetricError> {
     match row.get(field) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(_)) => Ok(str_list(line, row, field)?.join("\n")),
+        Some(Value::String(s)) => Ok(vec![s.clone()]),
+        Some(Value::Array(_)) => str_list(line, row, field),
         Some(other) => Err(MetricError::at(
             line,
             field,
@@ -690,7 +638,20 @@ fn entity_grounding(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     for (line, row) in &input.rows {
         let answer = input.str_field(*line, row, "answer")?;
         let ctx = text_or_list(*line, row, "context")?;
-        let g = context::grounding(answer, &ctx);
+        let it = ItemInput {
+            answer: Some(answer),
+            context: Some(
+                ctx.iter()
+                    .map(|text| Passage {
+                        id: None,
+                        text: Some(text),
+                    })
+                    .collect(),
+            ),
+            ..ItemInput::default()
+        };
+        let g = item::entity_grounding(&it)
+            .map_err(|e| MetricError::at(*line, "context", e.to_string()))?;
         grounded += g.grounded.len();
         total += g.grounded.len() + g.ungrounded.len();
         if let Some(r) = g.rate() {
@@ -702,7 +663,7 @@ fn entity_grounding(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             "ungrounded": g.ungrounded.iter().map(context::Entity::text).collect::<Vec<_>>(),
         }));
     }
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.extra.insert(
         "pooled".into(),
         opt((total > 0).then(|| grounded as f64 / total as f64)),
@@ -722,18 +683,15 @@ fn load_vectors(
     input: &MetricInput,
     option: &str,
 ) -> Result<(npy::Matrix, Vec<String>), MetricError> {
-    let path = input
-        .option(option)
-        .ok_or_else(|| MetricError::usage(format!("this metric needs --{option} FILE")))?;
-    let bytes = std::fs::read(path)
-        .map_err(|e| MetricError::usage(format!("--{option} {path}: cannot read: {e}")))?;
+    let file = input.file(option)?;
+    let (path, bytes) = (&file.path, &file.bytes);
     if bytes.starts_with(b"\x93NUMPY") {
-        let m = npy::parse_npy(&bytes)
+        let m = npy::parse_npy(bytes)
             .map_err(|e| MetricError::usage(format!("--{option} {path}: {e}")))?;
         let ids = (0..m.rows).map(|i| i.to_string()).collect();
         return Ok((m, ids));
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
         MetricError::usage(format!("--{option} {path}: neither .npy nor UTF-8 JSONL"))
     })?;
     let (mut data, mut ids, mut cols) = (Vec::new(), Vec::new(), None);
@@ -859,7 +817,7 @@ fn ann_recall(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             "exact": exact.iter().map(|(i, _)| ids[*i].clone()).collect::<Vec<_>>(),
         }));
     }
-    let mut out = mean_output(&by_id);
+    let mut out = MetricOutput::mean(&by_id)?;
     out.extra
         .insert("distance_recall".into(), opt(mean(&by_distance)));
     out.extra.insert("k".into(), json!(k));
@@ -908,14 +866,11 @@ fn freshness_lag(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         };
         items.push(json!({"lag_seconds": lag}));
     }
-    let q = |p: f64| oloproof_stats::quantile(&lags, p).ok();
-    let mut out = MetricOutput {
-        value: q(0.5).unwrap_or(f64::NAN),
-        ..Default::default()
-    };
-    out.extra.insert("p50_seconds".into(), opt(q(0.5)));
-    out.extra.insert("p99_seconds".into(), opt(q(0.99)));
-    out.extra.insert("max_seconds".into(), opt(q(1.0)));
+    let q = |p: f64| unless_insufficient(oloproof_stats::quantile(&lags, p));
+    let mut out = MetricOutput::value(q(0.5)?);
+    out.extra.insert("p50_seconds".into(), opt(q(0.5)?));
+    out.extra.insert("p99_seconds".into(), opt(q(0.99)?));
+    out.extra.insert("max_seconds".into(), opt(q(1.0)?));
     out.extra.insert("n".into(), json!(lags.len()));
     out.extra.insert("not_indexed".into(), json!(not_indexed));
     out.extra.insert("stale_index_entries".into(), json!(stale));
@@ -927,21 +882,25 @@ fn freshness_lag(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     Ok(out)
 }
 
-fn paired_output(a: &[f64], b: &[f64], a_name: &str, b_name: &str) -> MetricOutput {
-    let diff = a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>();
+/// [`Estimate::paired_difference`] of `a − b`, with its p-value and both means in the extras.
+fn paired_output(
+    a: &[f64],
+    b: &[f64],
+    a_name: &str,
+    b_name: &str,
+) -> Result<MetricOutput, MetricError> {
+    let (estimate, p_value) = Estimate::paired_difference(a, b)?;
     let mut out = MetricOutput {
-        value: mean(&diff).unwrap_or(f64::NAN),
-        ..Default::default()
+        estimate,
+        ..MetricOutput::default()
     };
-    if let Ok(r) = oloproof_stats::paired_bootstrap_test(a, b, 10_000, 0, 0.95) {
-        out.interval = Some([r.interval.lo, r.interval.hi]);
-        out.interval_method = Some(PAIRED.to_string());
-        out.extra.insert("p_value".into(), json!(r.p_value));
+    if let Some(p) = p_value {
+        out.extra.insert("p_value".into(), json!(p));
     }
     out.extra.insert(a_name.into(), opt(mean(a)));
     out.extra.insert(b_name.into(), opt(mean(b)));
     out.extra.insert("n".into(), json!(a.len()));
-    out
+    Ok(out)
 }
 
 fn expansion(input: &MetricInput) -> Result<MetricOutput, MetricError> {
@@ -959,7 +918,7 @@ fn expansion(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
         items.push(json!({"baseline_recall": b, "expanded_recall": e}));
     }
-    let mut out = paired_output(&exp, &base, "expanded_recall", "baseline_recall");
+    let mut out = paired_output(&exp, &base, "expanded_recall", "baseline_recall")?;
     out.extra.insert("skipped_no_gold".into(), json!(skipped));
     out.items = items;
     Ok(out)
@@ -1006,7 +965,7 @@ fn multi_query(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
         items.push(json!({"single_recall": sr, "union_recall": ur.map(|u| u.recall), "union_size": ur.map(|u| u.union_size)}));
     }
-    let mut out = paired_output(&union, &single, "union_recall", "single_recall");
+    let mut out = paired_output(&union, &single, "union_recall", "single_recall")?;
     out.extra
         .insert("mean_union_size".into(), opt(mean(&sizes)));
     out.items = items;
@@ -1050,7 +1009,7 @@ fn cost(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let text = if spec.trim_start().starts_with('{') {
         spec.to_string()
     } else {
-        read_option_file(input, "prices")?.1
+        input.file_text("prices")?.1.to_string()
     };
     let prices: BTreeMap<String, f64> = serde_json::from_str(&text).map_err(|e| {
         MetricError::usage(format!("--prices: expected a JSON object of numbers: {e}"))
@@ -1065,10 +1024,10 @@ fn cost(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         costs.push(c);
         items.push(json!({"cost": c}));
     }
-    let mut out = mean_output(&costs);
-    let q = |p: f64| oloproof_stats::quantile(&costs, p).ok();
-    out.extra.insert("p50".into(), opt(q(0.5)));
-    out.extra.insert("p99".into(), opt(q(0.99)));
+    let mut out = MetricOutput::mean(&costs)?;
+    let q = |p: f64| unless_insufficient(oloproof_stats::quantile(&costs, p));
+    out.extra.insert("p50".into(), opt(q(0.5)?));
+    out.extra.insert("p99".into(), opt(q(0.99)?));
     out.extra
         .insert("total".into(), json!(costs.iter().sum::<f64>()));
     out.items = items;
@@ -1131,14 +1090,14 @@ fn cache(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             .values()
             .fold((0, 0), |(h, l), c| (h + c.hits, l + c.lookups)),
     };
-    let mut out = proportion_output(hits as usize, lookups as usize);
+    let mut out = MetricOutput::proportion(hits, lookups)?;
     out.extra.insert(
         "layers".into(),
         Value::Object(
             rates
                 .iter()
-                .map(|(l, c)| (l.clone(), rate_json(c.hits as usize, c.lookups as usize)))
-                .collect(),
+                .map(|(l, c)| Ok((l.clone(), rate_json(c.hits, c.lookups)?)))
+                .collect::<Result<_, MetricError>>()?,
         ),
     );
     out.items = items;

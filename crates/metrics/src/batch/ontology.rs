@@ -1,23 +1,23 @@
 //! Ontology metrics on JSONL (seed 000 Part 7): hierarchical F1, Wu–Palmer similarity and
 //! confusion rates over a taxonomy file, entity linking, JSON Schema validity, vocabulary
 //! conformance, citation completeness, provenance depth and reproducibility. The computations
-//! are in `oloproof_metrics::ontology`.
+//! are in `crate::ontology`.
 
 use std::collections::BTreeSet;
 
-use oloproof_metrics::ontology::{
+use crate::ontology::{
     audit, conformance, confusion, hierarchical, linking, taxonomy::Taxonomy, wup,
 };
 use serde_json::{json, Map, Value};
 
-use super::rag::{mean_output, opt, proportion_output, rate_json, read_option_file, str_list};
-use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
+use super::item::{self, ItemInput};
+use super::rag::str_list;
+use super::{kind, opt, rate_json, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
 
-const TAXONOMY: OptionSpec = OptionSpec {
-    name: "taxonomy",
-    help: "the DAG: JSON [{\"child\", \"parent\"}] or CSV child,parent lines",
-    default: None,
-};
+const TAXONOMY: OptionSpec = OptionSpec::file(
+    "taxonomy",
+    "the DAG: JSON [{\"child\", \"parent\"}] or CSV child,parent lines",
+);
 
 pub(crate) fn metrics() -> Vec<MetricSpec> {
     vec![
@@ -53,14 +53,14 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "schema_validity",
             summary: "share of outputs that parse and validate against a JSON Schema (draft 2020-12)",
             fields: "output: string (JSON text, parsed) or any JSON value (validated as is)",
-            options: &[OptionSpec { name: "schema", help: "the JSON Schema file", default: None }],
+            options: const { &[OptionSpec::file("schema", "the JSON Schema file")] },
             run: schema_validity,
         },
         MetricSpec {
             name: "vocabulary_conformance",
             summary: "share of emitted values that belong to the controlled vocabulary",
             fields: "values: [string] — the ids or terms the output used",
-            options: &[OptionSpec { name: "vocabulary", help: "one term per line, or a JSON array of strings", default: None }],
+            options: const { &[OptionSpec::file("vocabulary", "one term per line, or a JSON array of strings")] },
             run: vocabulary,
         },
         MetricSpec {
@@ -88,14 +88,14 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
 }
 
 fn load_taxonomy(input: &MetricInput) -> Result<(String, Taxonomy), MetricError> {
-    let (path, text) = read_option_file(input, "taxonomy")?;
+    let (path, text) = input.file_text("taxonomy")?;
     let parsed = if path.ends_with(".json") || text.trim_start().starts_with('[') {
-        Taxonomy::parse_json(&text)
+        Taxonomy::parse_json(text)
     } else {
-        Taxonomy::parse_csv(&text)
+        Taxonomy::parse_csv(text)
     };
     parsed
-        .map(|t| (path.clone(), t))
+        .map(|t| (path.to_string(), t))
         .map_err(|e| MetricError::usage(format!("--taxonomy {path}: {e}")))
 }
 
@@ -167,10 +167,7 @@ fn hierarchical_f1(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         pairs.push((p, t));
     }
     let c = hierarchical::hierarchical_scores(&tax, &pairs);
-    let mut out = MetricOutput {
-        value: c.f1().unwrap_or(f64::NAN),
-        ..Default::default()
-    };
+    let mut out = MetricOutput::value(c.f1());
     out.extra.insert("hP".into(), opt(c.precision()));
     out.extra.insert("hR".into(), opt(c.recall()));
     out.extra.insert("overlap".into(), json!(c.overlap));
@@ -197,7 +194,7 @@ fn wup_mean(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
         items.push(json!({"wup_similarity": s}));
     }
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.extra
         .insert("simulated_root".into(), json!(tax.roots().len() > 1));
     out.items = items;
@@ -215,15 +212,17 @@ fn confusion_rates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         items.push(json!({"error": k.map(confusion::ErrorKind::as_str)}));
     }
     let e = c.errors();
-    let mut out = proportion_output(e, e + c.correct);
+    let mut out = MetricOutput::proportion(e as u64, (e + c.correct) as u64)?;
     for (name, n) in [
         ("sibling", c.sibling),
         ("parent", c.parent),
         ("descendant", c.descendant),
         ("other", c.other),
     ] {
-        out.extra
-            .insert(format!("{name}_share_of_errors"), rate_json(n, e));
+        out.extra.insert(
+            format!("{name}_share_of_errors"),
+            rate_json(n as u64, e as u64)?,
+        );
     }
     out.items = items;
     Ok(out)
@@ -276,10 +275,7 @@ fn entity_linking(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         c.add(&g, &p);
         items.push(json!({"linking_f1": opt(one.linking_f1()), "span_matches": one.span_matches, "correct_links": one.correct_links}));
     }
-    let mut out = MetricOutput {
-        value: c.linking_f1().unwrap_or(f64::NAN),
-        ..Default::default()
-    };
+    let mut out = MetricOutput::value(c.linking_f1());
     for (k, v) in [
         ("linking_precision", c.linking_precision()),
         ("linking_recall", c.linking_recall()),
@@ -301,25 +297,26 @@ fn entity_linking(input: &MetricInput) -> Result<MetricOutput, MetricError> {
 }
 
 fn schema_validity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
-    let (path, text) = read_option_file(input, "schema")?;
-    let schema: Value = serde_json::from_str(&text)
+    let (path, text) = input.file_text("schema")?;
+    let schema: Value = serde_json::from_str(text)
         .map_err(|e| MetricError::usage(format!("--schema {path}: not JSON: {e}")))?;
     let v = conformance::SchemaValidator::new(&schema)
         .map_err(|e| MetricError::usage(format!("--schema {path}: {e}")))?;
     let (mut valid, mut items) = (0usize, Vec::new());
     for (line, row) in &input.rows {
-        let violations = match row.get("output") {
-            Some(Value::String(s)) => v.check_text(s),
-            Some(other) => v.violations(other),
-            None => return Err(MetricError::at(*line, "output", "missing field".into())),
+        let it = ItemInput {
+            output: row.get("output"),
+            ..ItemInput::default()
         };
+        let violations = item::schema_validity(&v, &it)
+            .map_err(|_| MetricError::at(*line, "output", "missing field".into()))?;
         valid += usize::from(violations.is_empty());
         items.push(json!({
             "valid": violations.is_empty(),
             "errors": violations.iter().map(|x| json!({"instance_path": x.instance_path, "schema_path": x.schema_path, "message": x.message})).collect::<Vec<_>>(),
         }));
     }
-    let mut out = proportion_output(valid, input.rows.len());
+    let mut out = MetricOutput::proportion(valid as u64, input.rows.len() as u64)?;
     out.extra.insert("valid".into(), json!(valid));
     out.extra.insert("n".into(), json!(input.rows.len()));
     out.items = items;
@@ -327,9 +324,9 @@ fn schema_validity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
 }
 
 fn vocabulary(input: &MetricInput) -> Result<MetricOutput, MetricError> {
-    let (path, text) = read_option_file(input, "vocabulary")?;
+    let (path, text) = input.file_text("vocabulary")?;
     let vocab: BTreeSet<String> = if text.trim_start().starts_with('[') {
-        serde_json::from_str::<Vec<String>>(&text)
+        serde_json::from_str::<Vec<String>>(text)
             .map_err(|e| {
                 MetricError::usage(format!(
                     "--vocabulary {path}: expected a JSON array of strings: {e}"
@@ -352,9 +349,7 @@ fn vocabulary(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         let outside = c.add(&refs, &vocab);
         items.push(json!({"outside_vocabulary": outside}));
     }
-    let mut out = proportion_output(c.in_vocabulary, c.values);
-    out.interval = None;
-    out.interval_method = None;
+    let mut out = MetricOutput::value(c.rate());
     out.extra.insert("values".into(), json!(c.values));
     out.extra
         .insert("in_vocabulary".into(), json!(c.in_vocabulary));
@@ -396,7 +391,7 @@ fn audit_counts(input: &MetricInput) -> Result<(audit::AuditCounts, Vec<Value>),
                             chunk_id: id("chunk_id")?,
                         })
                     })
-                    .collect::<Result<_, _>>()?,
+                    .collect::<Result<_, MetricError>>()?,
                 Some(_) => return Err(bad("`citations` must be an array")),
             };
             one.add_claim(factual, &cites);
@@ -409,7 +404,7 @@ fn audit_counts(input: &MetricInput) -> Result<(audit::AuditCounts, Vec<Value>),
 
 fn citation_completeness(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let (c, items) = audit_counts(input)?;
-    let mut out = proportion_output(c.cited_claims, c.claims);
+    let mut out = MetricOutput::proportion(c.cited_claims as u64, c.claims as u64)?;
     out.extra.insert("factual_claims".into(), json!(c.claims));
     out.extra
         .insert("provenance_depth".into(), opt(c.provenance_depth()));
@@ -419,7 +414,7 @@ fn citation_completeness(input: &MetricInput) -> Result<MetricOutput, MetricErro
 
 fn provenance_depth(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let (c, items) = audit_counts(input)?;
-    let mut out = proportion_output(c.document_citations, c.citations);
+    let mut out = MetricOutput::proportion(c.document_citations as u64, c.citations as u64)?;
     out.extra.insert("citations".into(), json!(c.citations));
     out.extra.insert(
         "citation_completeness".into(),
@@ -438,7 +433,7 @@ fn reproducibility(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         ));
     }
     let (r, per) = audit::reproducibility(runs);
-    let mut out = proportion_output(r.reproducible, r.queries);
+    let mut out = MetricOutput::proportion(r.reproducible as u64, r.queries as u64)?;
     out.extra
         .insert("rerun_match_rate".into(), opt(r.rerun_match_rate()));
     out.extra

@@ -3,15 +3,18 @@
 //! `krippendorff_alpha`, `spearman`, `kendall_tau`, `ece`, `self_consistency`, `abstention`,
 //! `latency`, `sample_size`.
 
-use oloproof_metrics::agreement::{self, KappaWeights, Level};
-use oloproof_metrics::calibration;
-use oloproof_metrics::classify::relation::relation_f1;
-use oloproof_metrics::classify::report::{classification_report, ZeroDivision};
-use oloproof_metrics::classify::seqeval::{self, Mode, Scheme};
+use crate::agreement::{self, KappaWeights, Level};
+use crate::calibration;
+use crate::classify::relation::relation_f1;
+use crate::classify::report::{classification_report, ZeroDivision};
+use crate::classify::seqeval::{self, Mode, Scheme};
 use oloproof_stats::quantile::{quantiles, QuantileMethod};
 use serde_json::{json, Map, Value};
 
-use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
+use super::{
+    bootstrap_statistic, kind, opt, proportion_interval, Estimate, MetricError, MetricInput,
+    MetricOutput, MetricSpec, OptionSpec,
+};
 
 pub(crate) fn metrics() -> Vec<MetricSpec> {
     vec![
@@ -19,23 +22,23 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "seqeval",
             summary: "entity-level NER precision/recall/F1 per type and averaged, exactly as seqeval 1.2.2",
             fields: "true: [tag, …]  gold tags of one sentence (IOB1/IOB2/IOE1/IOE2/IOBES/BILOU, e.g. B-PER)\npred: [tag, …]  predicted tags, same length",
-            options: &[
-                OptionSpec { name: "mode", help: "default (conlleval-like, lenient) or strict (needs --scheme)", default: Some("default") },
-                OptionSpec { name: "scheme", help: "IOB1, IOB2, IOE1, IOE2, IOBES or BILOU (strict mode)", default: None },
-                OptionSpec { name: "average", help: "micro, macro or weighted: which F1 is the value", default: Some("micro") },
-                OptionSpec { name: "suffix", help: "true if tags end with their prefix (PER-B)", default: Some("false") },
-                OptionSpec { name: "zero-division", help: "0 or 1: value of a precision/recall with zero denominator", default: Some("0") },
-            ],
+            options: const { &[
+                OptionSpec::value("mode", "default (conlleval-like, lenient) or strict (needs --scheme)", Some("default")),
+                OptionSpec::value("scheme", "IOB1, IOB2, IOE1, IOE2, IOBES or BILOU (strict mode)", None),
+                OptionSpec::value("average", "micro, macro or weighted: which F1 is the value", Some("micro")),
+                OptionSpec::value("suffix", "true if tags end with their prefix (PER-B)", Some("false")),
+                OptionSpec::value("zero-division", "0 or 1: value of a precision/recall with zero denominator", Some("0")),
+            ] },
             run: seqeval_metric,
         },
         MetricSpec {
             name: "classification_report",
             summary: "per-class precision/recall/F1 and averages, as scikit-learn's classification_report",
             fields: "true: label (string or number)\npred: label",
-            options: &[
-                OptionSpec { name: "average", help: "macro, weighted or micro: which F1 is the value", default: Some("macro") },
-                OptionSpec { name: "zero-division", help: "0, 1 or nan (undefined values left out of averages)", default: Some("0") },
-            ],
+            options: const { &[
+                OptionSpec::value("average", "macro, weighted or micro: which F1 is the value", Some("macro")),
+                OptionSpec::value("zero-division", "0, 1 or nan (undefined values left out of averages)", Some("0")),
+            ] },
             run: classification_report_metric,
         },
         MetricSpec {
@@ -56,14 +59,14 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "cohen_kappa",
             summary: "Cohen's kappa between two raters, as scikit-learn's cohen_kappa_score",
             fields: "rater_a: label (string or number; numbers are ordered numerically for weights)\nrater_b: label",
-            options: &[OptionSpec { name: "weights", help: "none, linear or quadratic", default: Some("none") }],
+            options: const { &[OptionSpec::value("weights", "none, linear or quadratic", Some("none"))] },
             run: cohen_kappa,
         },
         MetricSpec {
             name: "krippendorff_alpha",
             summary: "Krippendorff's alpha over units coded by several coders, as the krippendorff package",
             fields: "ratings: [value or null, …]  one unit; one entry per coder, null when missing\n(strings are allowed with --level nominal)",
-            options: &[OptionSpec { name: "level", help: "nominal, ordinal, interval or ratio", default: Some("nominal") }],
+            options: const { &[OptionSpec::value("level", "nominal, ordinal, interval or ratio", Some("nominal"))] },
             run: krippendorff,
         },
         MetricSpec {
@@ -84,14 +87,14 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "ece",
             summary: "expected calibration error, equal-width bins [m/M, (m+1)/M), plus the reliability diagram",
             fields: "confidence: number in [0, 1]\ncorrect: boolean (or 0/1)",
-            options: &[OptionSpec { name: "bins", help: "number of equal-width bins", default: Some("10") }],
+            options: const { &[OptionSpec::value("bins", "number of equal-width bins", Some("10"))] },
             run: ece,
         },
         MetricSpec {
             name: "self_consistency",
             summary: "mean share of sampled answers agreeing with the majority answer (Wang et al. 2023)",
             fields: "samples: [string, …]  the sampled answers of one item",
-            options: &[OptionSpec { name: "normalize", help: "squad (SQuAD answer normalisation) or none", default: Some("squad") }],
+            options: const { &[OptionSpec::value("normalize", "squad (SQuAD answer normalisation) or none", Some("squad"))] },
             run: self_consistency,
         },
         MetricSpec {
@@ -105,22 +108,22 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "latency",
             summary: "latency quantiles (p50/p95/p99 by default) per stage, by numpy's quantile methods",
             fields: "latency_ms: number\nstage: string (optional; quantiles per stage and overall)",
-            options: &[
-                OptionSpec { name: "method", help: "numpy method: linear, lower, higher, nearest, midpoint, inverted_cdf, hazen, …", default: Some("linear") },
-                OptionSpec { name: "q", help: "comma-separated quantiles; the value is the last one", default: Some("0.5,0.95,0.99") },
-            ],
+            options: const { &[
+                OptionSpec::value("method", "numpy method: linear, lower, higher, nearest, midpoint, inverted_cdf, hazen, …", Some("linear")),
+                OptionSpec::value("q", "comma-separated quantiles; the value is the last one", Some("0.5,0.95,0.99")),
+            ] },
             run: latency,
         },
         MetricSpec {
             name: "sample_size",
             summary: "cases needed to detect a difference between two systems (two-sided), as statsmodels' power classes",
             fields: "baseline: number or boolean  the baseline's score or pass/fail on a pilot case\ncandidate: number or boolean  the candidate's, same case",
-            options: &[
-                OptionSpec { name: "design", help: "paired (same cases: TTestPower on differences) or unpaired (NormalIndPower on Cohen's h for pass/fail, TTestIndPower for scores)", default: Some("paired") },
-                OptionSpec { name: "alpha", help: "two-sided significance level", default: Some("0.05") },
-                OptionSpec { name: "power", help: "target power", default: Some("0.8") },
-                OptionSpec { name: "mde", help: "minimum difference to detect, in score units (default: the observed mean difference)", default: None },
-            ],
+            options: const { &[
+                OptionSpec::value("design", "paired (same cases: TTestPower on differences) or unpaired (NormalIndPower on Cohen's h for pass/fail, TTestIndPower for scores)", Some("paired")),
+                OptionSpec::value("alpha", "two-sided significance level", Some("0.05")),
+                OptionSpec::value("power", "target power", Some("0.8")),
+                OptionSpec::value("mde", "minimum difference to detect, in score units (default: the observed mean difference)", None),
+            ] },
             run: sample_size,
         },
     ]
@@ -228,26 +231,12 @@ fn ordered_ranks(values: &[Value]) -> Vec<usize> {
     }
 }
 
-fn opt(x: Option<f64>) -> Value {
-    x.map_or(Value::Null, |v| json!(v))
-}
-
-fn clopper(k: u64, n: u64) -> Option<[f64; 2]> {
-    oloproof_stats::clopper_pearson(k, n, 0.95)
-        .ok()
-        .map(|ci| [ci.lo, ci.hi])
-}
-
-const RATIO_RESAMPLES: usize = 1000;
-
-/// Percentile bootstrap (over items, `oloproof_stats`, seed 0) of a ratio of summed counts.
+/// Percentile bootstrap over items ([`bootstrap_statistic`]) of a statistic of summed counts
+/// `[a, b, c]` (true positives, predicted, gold).
 fn ratio_bootstrap(
     counts: &[[u64; 3]],
     ratio: impl Fn(u64, u64, u64) -> Option<f64>,
-) -> Option<[f64; 2]> {
-    if counts.len() < 2 {
-        return None;
-    }
+) -> Result<Option<[f64; 2]>, MetricError> {
     let statistic = |idx: &[usize]| {
         let mut sum = [0u64; 3];
         for &i in idx {
@@ -257,16 +246,7 @@ fn ratio_bootstrap(
         }
         ratio(sum[0], sum[1], sum[2])
     };
-    oloproof_stats::percentile_bootstrap_statistic(
-        counts.len(),
-        RATIO_RESAMPLES,
-        0,
-        0.95,
-        &statistic,
-    )
-    .ok()
-    .flatten()
-    .map(|ci| [ci.lo, ci.hi])
+    bootstrap_statistic(counts.len(), &statistic)
 }
 
 const RATIO_METHOD: &str = "percentile bootstrap over items, seed 0, 1000 resamples";
@@ -382,16 +362,14 @@ fn seqeval_metric(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             .map_err(|e| MetricError::usage(e.to_string()))?;
         interval = ratio_bootstrap(&counts, |tp, p, t| {
             (p + t > 0).then(|| 2.0 * tp as f64 / (p + t) as f64)
-        });
+        })?;
         items = counts
             .iter()
             .map(|c| json!({"true_positives": c[0], "predicted": c[1], "true": c[2]}))
             .collect();
     }
     Ok(MetricOutput {
-        value: chosen.map_or(f64::NAN, |s| s.f1),
-        interval,
-        interval_method: interval.map(|_| RATIO_METHOD.to_string()),
+        estimate: Estimate::point(chosen.map(|s| s.f1)).with_interval(interval, RATIO_METHOD),
         extra,
         items,
     })
@@ -406,10 +384,7 @@ fn report_output(
     let report = classification_report(truth, pred, zero_division)
         .map_err(|e| MetricError::usage(e.to_string()))?;
     let Some(report) = report else {
-        return Ok(MetricOutput {
-            value: f64::NAN,
-            ..MetricOutput::default()
-        });
+        return Ok(MetricOutput::value(None));
     };
     let chosen = match average {
         "micro" | "accuracy" => report.micro,
@@ -421,7 +396,7 @@ fn report_output(
             )))
         }
     };
-    let scores = |s: &oloproof_metrics::classify::report::ClassScores| json!({"precision": opt(s.precision), "recall": opt(s.recall), "f1": opt(s.f1), "support": s.support});
+    let scores = |s: &crate::classify::report::ClassScores| json!({"precision": opt(s.precision), "recall": opt(s.recall), "f1": opt(s.f1), "support": s.support});
     let mut extra = Map::new();
     extra.insert("accuracy".into(), json!(report.accuracy));
     let n = truth.len() as u64;
@@ -430,7 +405,10 @@ fn report_output(
         .iter()
         .map(|c| c.true_positives)
         .sum::<u64>();
-    extra.insert("accuracy_interval".into(), json!(clopper(correct, n)));
+    extra.insert(
+        "accuracy_interval".into(),
+        json!(proportion_interval(correct, n)?),
+    );
     extra.insert("n".into(), json!(n));
     extra.insert(
         "per_class".into(),
@@ -449,9 +427,8 @@ fn report_output(
     extra.insert("macro".into(), scores(&report.macro_avg));
     extra.insert("weighted".into(), scores(&report.weighted));
     Ok(MetricOutput {
-        value: chosen.f1.unwrap_or(f64::NAN),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(chosen.f1)
     })
 }
 
@@ -487,15 +464,7 @@ fn routing_accuracy(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let mut out = report_output(&truth, &pred, ZeroDivision::Zero, "micro")?;
     let n = truth.len() as u64;
     let correct = truth.iter().zip(&pred).filter(|(t, p)| t == p).count() as u64;
-    out.value = if n == 0 {
-        f64::NAN
-    } else {
-        correct as f64 / n as f64
-    };
-    out.interval = clopper(correct, n);
-    out.interval_method = out
-        .interval
-        .map(|_| "Clopper-Pearson exact binomial".to_string());
+    out.estimate = Estimate::proportion(correct, n)?;
     out.extra.remove("accuracy_interval");
     out.items = truth
         .iter()
@@ -551,7 +520,7 @@ fn relation_metric(input: &MetricInput) -> Result<MetricOutput, MetricError> {
                 2.0 * tp as f64 / (p + g) as f64
             }
         })
-    });
+    })?;
     let mut extra = Map::new();
     extra.insert("precision".into(), opt(all.precision));
     extra.insert("recall".into(), opt(all.recall));
@@ -567,9 +536,7 @@ fn relation_metric(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         ),
     );
     Ok(MetricOutput {
-        value: all.f1.unwrap_or(f64::NAN),
-        interval,
-        interval_method: interval.map(|_| RATIO_METHOD.to_string()),
+        estimate: Estimate::point(all.f1).with_interval(interval, RATIO_METHOD),
         extra,
         items: counts
             .iter()
@@ -598,14 +565,13 @@ fn cohen_kappa(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         opt((!a.is_empty()).then(|| agree as f64 / a.len() as f64)),
     );
     Ok(MetricOutput {
-        value: kappa.unwrap_or(f64::NAN),
         extra,
         items: a
             .iter()
             .zip(&b)
             .map(|(x, y)| json!({"agree": x == y}))
             .collect(),
-        ..MetricOutput::default()
+        ..MetricOutput::value(kappa)
     })
 }
 
@@ -653,9 +619,8 @@ fn krippendorff(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         json!(input.option("level").unwrap_or("nominal")),
     );
     Ok(MetricOutput {
-        value: alpha.unwrap_or(f64::NAN),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(alpha)
     })
 }
 
@@ -676,9 +641,8 @@ fn spearman(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     extra.insert("n".into(), json!(x.len()));
     extra.insert("p_value".into(), opt(s.and_then(|s| s.p_value)));
     Ok(MetricOutput {
-        value: s.map_or(f64::NAN, |s| s.rho),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(s.map(|s| s.rho))
     })
 }
 
@@ -688,9 +652,8 @@ fn kendall(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let mut extra = Map::new();
     extra.insert("n".into(), json!(x.len()));
     Ok(MetricOutput {
-        value: tau.unwrap_or(f64::NAN),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(tau)
     })
 }
 
@@ -718,10 +681,7 @@ fn ece(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let result = calibration::ece(&confidence, &correct, bins)
         .map_err(|e| MetricError::usage(e.to_string()))?;
     let Some(result) = result else {
-        return Ok(MetricOutput {
-            value: f64::NAN,
-            ..MetricOutput::default()
-        });
+        return Ok(MetricOutput::value(None));
     };
     let mut extra = Map::new();
     extra.insert("mce".into(), json!(result.mce));
@@ -738,13 +698,12 @@ fn ece(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         ),
     );
     Ok(MetricOutput {
-        value: result.ece,
         extra,
         items: confidence
             .iter()
             .map(|&c| json!({"bin": calibration::bin_index(c, bins)}))
             .collect(),
-        ..MetricOutput::default()
+        ..MetricOutput::value(Some(result.ece))
     })
 }
 
@@ -765,7 +724,7 @@ fn self_consistency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         let normalized: Vec<String> = if squad {
             samples
                 .iter()
-                .map(|s| oloproof_metrics::text::normalize_answer(s))
+                .map(|s| crate::text::normalize_answer(s))
                 .collect()
         } else {
             samples.clone()
@@ -776,25 +735,9 @@ fn self_consistency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         values.push(c.agreement);
         items.push(json!({"agreement": c.agreement, "majority": samples[c.majority], "distinct": c.distinct, "samples": samples.len()}));
     }
-    let n = values.len();
-    let value = if n == 0 {
-        f64::NAN
-    } else {
-        values.iter().sum::<f64>() / n as f64
-    };
-    let interval = oloproof_stats::percentile_bootstrap_mean_grouped(&values, 10_000, 0, 0.95)
-        .ok()
-        .map(|ci| [ci.lo, ci.hi]);
-    let mut extra = Map::new();
-    extra.insert("n".into(), json!(n));
-    Ok(MetricOutput {
-        value,
-        interval,
-        interval_method: interval
-            .map(|_| "percentile bootstrap, seed 0, 10000 resamples".to_string()),
-        extra,
-        items,
-    })
+    let mut out = MetricOutput::mean(&values)?;
+    out.items = items;
+    Ok(out)
 }
 
 fn abstention(input: &MetricInput) -> Result<MetricOutput, MetricError> {
@@ -810,24 +753,23 @@ fn abstention(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     extra.insert("precision".into(), opt(a.precision));
     extra.insert(
         "precision_interval".into(),
-        json!(clopper(a.correct, a.abstained)),
+        json!(proportion_interval(a.correct, a.abstained)?),
     );
     extra.insert("recall".into(), opt(a.recall));
     extra.insert(
         "recall_interval".into(),
-        json!(clopper(a.correct, a.expected)),
+        json!(proportion_interval(a.correct, a.expected)?),
     );
     extra.insert("correct_abstentions".into(), json!(a.correct));
     extra.insert("abstentions".into(), json!(a.abstained));
     extra.insert("expected_abstentions".into(), json!(a.expected));
     Ok(MetricOutput {
-        value: a.f1.unwrap_or(f64::NAN),
         extra,
         items: cases
             .iter()
             .map(|(e, ab)| json!({"correct": e == ab}))
             .collect(),
-        ..MetricOutput::default()
+        ..MetricOutput::value(a.f1)
     })
 }
 
@@ -837,14 +779,11 @@ fn latency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         .option("q")
         .unwrap_or("0.5,0.95,0.99")
         .split(',')
-        .map(|q| {
-            q.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|q| (0.0..=1.0).contains(q))
-                .ok_or_else(|| {
-                    MetricError::usage(format!("--q: `{q}` is not a quantile in [0, 1]"))
-                })
+        .map(|q| match q.trim().parse::<f64>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+            _ => Err(MetricError::usage(format!(
+                "--q: `{q}` is not a quantile in [0, 1]"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     if qs.is_empty() {
@@ -861,10 +800,7 @@ fn latency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
     }
     if all.is_empty() {
-        return Ok(MetricOutput {
-            value: f64::NAN,
-            ..MetricOutput::default()
-        });
+        return Ok(MetricOutput::value(None));
     }
     let name = |q: f64| format!("p{}", (q * 1000.0).round() / 10.0);
     let table = |values: &[f64]| -> Result<Map<String, Value>, MetricError> {
@@ -891,9 +827,8 @@ fn latency(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         extra.insert("stages".into(), Value::Object(per));
     }
     Ok(MetricOutput {
-        value: *overall.last().unwrap_or(&f64::NAN),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(overall.last().copied())
     })
 }
 
@@ -999,8 +934,7 @@ fn sample_size(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     extra.insert("pilot_cases".into(), json!(baseline.len()));
     extra.insert("power_at_pilot_size".into(), json!(current));
     Ok(MetricOutput {
-        value: n.ceil(),
         extra,
-        ..MetricOutput::default()
+        ..MetricOutput::value(Some(n.ceil()))
     })
 }

@@ -5,15 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use oloproof_metrics::ingest::{chunking, document, error_rate, minhash, spans, teds};
+use crate::ingest::{chunking, document, error_rate, minhash, spans, teds};
 use serde_json::{json, Map, Value};
 
-use super::{kind, MetricError, MetricInput, MetricOutput, MetricSpec, OptionSpec};
-
-/// Bootstrap resamples for ratio-of-sums intervals.
-const RATIO_RESAMPLES: usize = 1000;
-/// Bootstrap resamples for means (as the answer metrics).
-const MEAN_RESAMPLES: usize = 10_000;
+use super::{
+    kind, opt, ratio_of_sums_interval, Embedder, MetricError, MetricInput, MetricOutput,
+    MetricSpec, OptionKind, OptionSpec, RATIO_RESAMPLES,
+};
 
 pub(crate) fn metrics() -> Vec<MetricSpec> {
     vec![
@@ -63,11 +61,7 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "pii",
             summary: "PII detection micro F1 over character spans, with precision/recall per entity type",
             fields: "predicted: array of {\"start\": int, \"end\": int, \"type\": string} (detected spans, [start, end) in characters)\ngold: array of the same shape (annotated spans)",
-            options: &[OptionSpec {
-                name: "match",
-                help: "exact (same type, start and end) or overlap (same type, any shared character; one-to-one)",
-                default: Some("exact"),
-            }],
+            options: const { &[OptionSpec::value("match", "exact (same type, start and end) or overlap (same type, any shared character; one-to-one)", Some("exact"))] },
             run: pii,
         },
         MetricSpec {
@@ -123,10 +117,10 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "chunk_coherence",
             summary: "mean within-chunk minus across-boundary cosine of adjacent sentence embeddings (a local embedding model)",
             fields: "chunks: array of strings (one document's chunks in order; split into sentences) or of arrays of sentences",
-            options: &[
-                OptionSpec { name: "model", help: "a sentence-embedding model folder (Hugging Face layout, e.g. all-MiniLM-L6-v2)", default: None },
-                OptionSpec { name: "threads", help: "threads of the forward pass (default: every core)", default: None },
-            ],
+            options: const { &[
+                OptionSpec { name: "model", help: "a sentence-embedding model folder (Hugging Face layout, e.g. all-MiniLM-L6-v2)", default: None, kind: OptionKind::EmbeddingModel },
+                OptionSpec::value("threads", "threads of the forward pass (default: every core)", None),
+            ] },
             run: chunk_coherence,
         },
         MetricSpec {
@@ -140,11 +134,7 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
             name: "attribution_fidelity",
             summary: "share of chunks with a resolvable source pointer (non-empty, and listed in --sources when given)",
             fields: "source: string or null (the chunk's source pointer: document id, page, section anchor)",
-            options: &[OptionSpec {
-                name: "sources",
-                help: "file of known source pointers, one per line (a pointer must be listed to resolve)",
-                default: None,
-            }],
+            options: const { &[OptionSpec::file("sources", "file of known source pointers, one per line (a pointer must be listed to resolve)")] },
             run: attribution_fidelity,
         },
         MetricSpec {
@@ -158,36 +148,24 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
 }
 
 const NEAR_DUP_OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "num-perm",
-        help: "MinHash permutations k",
-        default: Some("128"),
-    },
-    OptionSpec {
-        name: "shingle",
-        help: "shingle length in characters (text lowercased)",
-        default: Some("5"),
-    },
-    OptionSpec {
-        name: "threshold",
-        help: "Jaccard threshold choosing bands x rows as datasketch's MinHashLSH",
-        default: Some("0.8"),
-    },
-    OptionSpec {
-        name: "bands",
-        help: "LSH bands b (with --rows; overrides --threshold)",
-        default: None,
-    },
-    OptionSpec {
-        name: "rows",
-        help: "LSH rows per band r (with --bands)",
-        default: None,
-    },
-    OptionSpec {
-        name: "seed",
-        help: "seed of the permutations",
-        default: Some("1"),
-    },
+    OptionSpec::value("num-perm", "MinHash permutations k", Some("128")),
+    OptionSpec::value(
+        "shingle",
+        "shingle length in characters (text lowercased)",
+        Some("5"),
+    ),
+    OptionSpec::value(
+        "threshold",
+        "Jaccard threshold choosing bands x rows as datasketch's MinHashLSH",
+        Some("0.8"),
+    ),
+    OptionSpec::value(
+        "bands",
+        "LSH bands b (with --rows; overrides --threshold)",
+        None,
+    ),
+    OptionSpec::value("rows", "LSH rows per band r (with --bands)", None),
+    OptionSpec::value("seed", "seed of the permutations", Some("1")),
 ];
 
 // ---- helpers --------------------------------------------------------------------------------
@@ -209,78 +187,29 @@ fn pairs<'a>(
         .collect()
 }
 
-fn opt_f64(x: Option<f64>) -> Value {
-    x.map_or(Value::Null, |v| json!(v))
+/// [`MetricOutput::proportion`] with `k` and `n` in the extras (this group reports both).
+fn proportion_output(k: u64, n: u64) -> Result<MetricOutput, MetricError> {
+    let mut out = MetricOutput::proportion(k, n)?;
+    out.extra.insert("k".into(), json!(k));
+    out.extra.insert("n".into(), json!(n));
+    Ok(out)
 }
 
-fn mean_output(values: &[f64]) -> MetricOutput {
-    let n = values.len();
-    let value = if n == 0 {
-        f64::NAN
-    } else {
-        values.iter().sum::<f64>() / n as f64
-    };
-    let interval =
-        oloproof_stats::percentile_bootstrap_mean_grouped(values, MEAN_RESAMPLES, 0, 0.95)
-            .ok()
-            .map(|ci| [ci.lo, ci.hi]);
-    let mut extra = Map::new();
-    extra.insert("n".into(), json!(n));
-    MetricOutput {
-        value,
-        interval,
-        interval_method: interval.map(|_| {
-            format!("percentile bootstrap of the mean, seed 0, {MEAN_RESAMPLES} resamples")
-        }),
-        extra,
-        items: Vec::new(),
-    }
-}
-
-fn proportion_output(k: u64, n: u64) -> MetricOutput {
-    let value = if n == 0 {
-        f64::NAN
-    } else {
-        k as f64 / n as f64
-    };
-    let interval = oloproof_stats::clopper_pearson(k, n, 0.95)
-        .ok()
-        .map(|ci| [ci.lo, ci.hi]);
-    let mut extra = Map::new();
-    extra.insert("k".into(), json!(k));
-    extra.insert("n".into(), json!(n));
-    MetricOutput {
-        value,
-        interval,
-        interval_method: interval.map(|_| "Clopper-Pearson exact binomial".to_string()),
-        extra,
-        items: Vec::new(),
-    }
-}
-
-/// 95 % percentile bootstrap of `Σ num / Σ den` over items (`oloproof_stats`, seed 0); resamples
-/// with a zero denominator are skipped. `None` with fewer than two items.
-fn ratio_bootstrap(num: &[f64], den: &[f64]) -> Option<[f64; 2]> {
-    if num.len() < 2 {
-        return None;
-    }
-    let ratio = |idx: &[usize]| {
-        let (a, b) = idx
-            .iter()
-            .fold((0.0, 0.0), |(a, b), &i| (a + num[i], b + den[i]));
-        (b > 0.0).then(|| a / b)
-    };
-    oloproof_stats::percentile_bootstrap_statistic(num.len(), RATIO_RESAMPLES, 0, 0.95, &ratio)
-        .ok()
-        .flatten()
-        .map(|ci| [ci.lo, ci.hi])
-}
-
-fn ratio_interval(out: &mut MetricOutput, num: &[f64], den: &[f64]) {
-    out.interval = ratio_bootstrap(num, den);
-    out.interval_method = out.interval.map(|_| {
-        format!("percentile bootstrap over items of the ratio of sums, seed 0, {RATIO_RESAMPLES} resamples")
-    });
+/// Sets the interval of `out`, a ratio of sums `Σ num / Σ den`, to its percentile bootstrap
+/// over `unit`s ([`ratio_of_sums_interval`]).
+fn ratio_interval(
+    out: &mut MetricOutput,
+    num: &[f64],
+    den: &[f64],
+    unit: &str,
+) -> Result<(), MetricError> {
+    out.estimate = std::mem::take(&mut out.estimate).with_interval(
+        ratio_of_sums_interval(num, den)?,
+        &format!(
+            "percentile bootstrap over {unit} of the ratio of sums, seed 0, {RATIO_RESAMPLES} resamples"
+        ),
+    );
+    Ok(())
 }
 
 // ---- CER / WER ------------------------------------------------------------------------------
@@ -293,17 +222,10 @@ fn error_rate_metric(
     let pairs = pairs(input, "reference", "hypothesis")?;
     let counts: Vec<error_rate::ErrorCounts> = pairs.iter().map(|(r, h)| count(r, h)).collect();
     let total: error_rate::ErrorCounts = counts.iter().copied().sum();
-    let mut out = MetricOutput {
-        value: if counts.is_empty() {
-            f64::NAN
-        } else {
-            total.rate()
-        },
-        ..MetricOutput::default()
-    };
+    let mut out = MetricOutput::value((!counts.is_empty()).then(|| total.rate()));
     let num: Vec<f64> = counts.iter().map(|c| c.errors() as f64).collect();
     let den: Vec<f64> = counts.iter().map(|c| c.reference_len() as f64).collect();
-    ratio_interval(&mut out, &num, &den);
+    ratio_interval(&mut out, &num, &den, "items")?;
     out.extra.insert("n".into(), json!(counts.len()));
     out.extra
         .insert("substitutions".into(), json!(total.substitutions));
@@ -351,7 +273,7 @@ fn teds_metric(
             f(p, t).map_err(|e| MetricError::at(*line, "pred_html/true_html", e.to_string()))?;
         values.push(v);
     }
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.items = values.iter().map(|v| json!({ name: v })).collect();
     Ok(out)
 }
@@ -441,19 +363,12 @@ fn near_duplicates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     }
     let scores = minhash::pair_scores(&candidates, &gold_pairs);
     let merges = minhash::merge_rates(ids.len(), &candidates, &groups);
-    let mut out = MetricOutput {
-        value: if labelled {
-            scores.f1.unwrap_or(f64::NAN)
-        } else {
-            f64::NAN
-        },
-        ..MetricOutput::default()
-    };
     if !labelled {
         return Err(MetricError::usage(
             "near_duplicates needs labelled duplicate groups: give a `group` string to the documents that are near-duplicates of each other".into(),
         ));
     }
+    let mut out = MetricOutput::value(scores.f1);
     let e = &mut out.extra;
     e.insert("n".into(), json!(ids.len()));
     e.insert("bands".into(), json!(b));
@@ -461,13 +376,10 @@ fn near_duplicates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     e.insert("candidate_pairs".into(), json!(scores.detected));
     e.insert("labelled_pairs".into(), json!(scores.labelled));
     e.insert("true_positive_pairs".into(), json!(scores.true_positives));
-    e.insert("precision".into(), opt_f64(scores.precision));
-    e.insert("recall".into(), opt_f64(scores.recall));
-    e.insert("false_merge_rate".into(), opt_f64(merges.false_merge_rate));
-    e.insert(
-        "missed_merge_rate".into(),
-        opt_f64(merges.missed_merge_rate),
-    );
+    e.insert("precision".into(), opt(scores.precision));
+    e.insert("recall".into(), opt(scores.recall));
+    e.insert("false_merge_rate".into(), opt(merges.false_merge_rate));
+    e.insert("missed_merge_rate".into(), opt(merges.missed_merge_rate));
     e.insert(
         "hash_family".into(),
         json!(format!(
@@ -480,7 +392,7 @@ fn near_duplicates(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             json!({
                 "a": ids[i],
                 "b": ids[j],
-                "estimated_jaccard": opt_f64(minhash::estimate_jaccard(&sigs[i], &sigs[j])),
+                "estimated_jaccard": opt(minhash::estimate_jaccard(&sigs[i], &sigs[j])),
                 "duplicate": groups[i] == groups[j],
             })
         })
@@ -549,22 +461,16 @@ fn duplicate_pairs(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         }
     }
     let merges = minhash::merge_rates(n, &detected, &gold);
-    let mut out = MetricOutput {
-        value: scores.f1.unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
+    let mut out = MetricOutput::value(scores.f1);
     let e = &mut out.extra;
     e.insert("n".into(), json!(input.rows.len()));
     e.insert("detected_pairs".into(), json!(scores.detected));
     e.insert("labelled_pairs".into(), json!(scores.labelled));
     e.insert("true_positive_pairs".into(), json!(scores.true_positives));
-    e.insert("precision".into(), opt_f64(scores.precision));
-    e.insert("recall".into(), opt_f64(scores.recall));
-    e.insert("false_merge_rate".into(), opt_f64(merges.false_merge_rate));
-    e.insert(
-        "missed_merge_rate".into(),
-        opt_f64(merges.missed_merge_rate),
-    );
+    e.insert("precision".into(), opt(scores.precision));
+    e.insert("recall".into(), opt(scores.recall));
+    e.insert("false_merge_rate".into(), opt(merges.false_merge_rate));
+    e.insert("missed_merge_rate".into(), opt(merges.missed_merge_rate));
     out.items = items;
     Ok(out)
 }
@@ -633,15 +539,11 @@ fn pii(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         report.add_document(&p, &g, matching);
     }
     let m = report.micro;
-    let mut out = MetricOutput {
-        value: m.f1().unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
+    let mut out = MetricOutput::value(m.f1());
     out.extra.insert("n".into(), json!(input.rows.len()));
-    out.extra.insert("precision".into(), opt_f64(m.precision()));
-    out.extra.insert("recall".into(), opt_f64(m.recall()));
-    out.extra
-        .insert("macro_f1".into(), opt_f64(report.macro_f1()));
+    out.extra.insert("precision".into(), opt(m.precision()));
+    out.extra.insert("recall".into(), opt(m.recall()));
+    out.extra.insert("macro_f1".into(), opt(report.macro_f1()));
     let per_type: Map<String, Value> = report
         .per_type
         .iter()
@@ -649,9 +551,9 @@ fn pii(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             (
                 t.clone(),
                 json!({
-                    "precision": opt_f64(s.precision()),
-                    "recall": opt_f64(s.recall()),
-                    "f1": opt_f64(s.f1()),
+                    "precision": opt(s.precision()),
+                    "recall": opt(s.recall()),
+                    "f1": opt(s.f1()),
                     "true_positives": s.true_positives,
                     "predicted": s.predicted,
                     "gold": s.gold,
@@ -705,22 +607,18 @@ fn boilerplate(input: &MetricInput) -> Result<MetricOutput, MetricError> {
             &intervals(*line, row, "gold")?,
         );
         items.push(json!({
-            "precision": opt_f64(c.precision()),
-            "recall": opt_f64(c.recall()),
+            "precision": opt(c.precision()),
+            "recall": opt(c.recall()),
             "overlap": c.overlap,
             "predicted": c.predicted,
             "gold": c.gold,
         }));
         total.add(c);
     }
-    let mut out = MetricOutput {
-        value: total.f1().unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
+    let mut out = MetricOutput::value(total.f1());
     out.extra.insert("n".into(), json!(input.rows.len()));
-    out.extra
-        .insert("precision".into(), opt_f64(total.precision()));
-    out.extra.insert("recall".into(), opt_f64(total.recall()));
+    out.extra.insert("precision".into(), opt(total.precision()));
+    out.extra.insert("recall".into(), opt(total.recall()));
     out.extra
         .insert("overlap_characters".into(), json!(total.overlap));
     out.extra
@@ -760,22 +658,19 @@ fn extraction_completeness(input: &MetricInput) -> Result<MetricOutput, MetricEr
         num.push(c.recovered as f64);
         den.push(c.expected as f64);
         items.push(json!({
-            "completeness": opt_f64(c.ratio()),
-            "length_ratio": opt_f64(c.length_ratio()),
+            "completeness": opt(c.ratio()),
+            "length_ratio": opt(c.length_ratio()),
             "recovered": c.recovered,
             "expected": c.expected,
             "extracted": c.extracted,
             "class": class,
         }));
     }
-    let mut out = MetricOutput {
-        value: total.ratio().unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
-    ratio_interval(&mut out, &num, &den);
+    let mut out = MetricOutput::value(total.ratio());
+    ratio_interval(&mut out, &num, &den, "items")?;
     out.extra.insert("n".into(), json!(input.rows.len()));
     out.extra
-        .insert("length_ratio".into(), opt_f64(total.length_ratio()));
+        .insert("length_ratio".into(), opt(total.length_ratio()));
     if !per_class.is_empty() {
         let table: Map<String, Value> = per_class
             .iter()
@@ -783,8 +678,8 @@ fn extraction_completeness(input: &MetricInput) -> Result<MetricOutput, MetricEr
                 (
                     k.clone(),
                     json!({
-                        "completeness": opt_f64(c.ratio()),
-                        "length_ratio": opt_f64(c.length_ratio()),
+                        "completeness": opt(c.ratio()),
+                        "length_ratio": opt(c.length_ratio()),
                         "expected": c.expected,
                     }),
                 )
@@ -804,7 +699,7 @@ fn nfc_nfkc_agreement(input: &MetricInput) -> Result<MetricOutput, MetricError> 
         agree += u64::from(a);
         items.push(json!({ "agree": a }));
     }
-    let mut out = proportion_output(agree, input.rows.len() as u64);
+    let mut out = proportion_output(agree, input.rows.len() as u64)?;
     out.items = items;
     Ok(out)
 }
@@ -812,7 +707,7 @@ fn nfc_nfkc_agreement(input: &MetricInput) -> Result<MetricOutput, MetricError> 
 fn title_exact_match(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let pairs = pairs(input, "predicted", "reference")?;
     let k = pairs.iter().filter(|(p, r)| p == r).count() as u64;
-    let mut out = proportion_output(k, pairs.len() as u64);
+    let mut out = proportion_output(k, pairs.len() as u64)?;
     out.items = pairs
         .iter()
         .map(|(p, r)| json!({ "exact_match": p == r }))
@@ -826,7 +721,7 @@ fn title_similarity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         .iter()
         .map(|(p, r)| error_rate::normalized_levenshtein_similarity(p, r))
         .collect();
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.items = values.iter().map(|v| json!({ "similarity": v })).collect();
     Ok(out)
 }
@@ -854,15 +749,12 @@ fn compression_ratio(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         total.add(c);
         num.push(c.before as f64);
         den.push(c.after as f64);
-        items.push(json!({ "compression_ratio": opt_f64(c.ratio()), "kept": opt_f64(c.kept()) }));
+        items.push(json!({ "compression_ratio": opt(c.ratio()), "kept": opt(c.kept()) }));
     }
-    let mut out = MetricOutput {
-        value: total.ratio().unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
-    ratio_interval(&mut out, &num, &den);
+    let mut out = MetricOutput::value(total.ratio());
+    ratio_interval(&mut out, &num, &den, "items")?;
     out.extra.insert("n".into(), json!(input.rows.len()));
-    out.extra.insert("kept_share".into(), opt_f64(total.kept()));
+    out.extra.insert("kept_share".into(), opt(total.kept()));
     out.extra
         .insert("tokens_before".into(), json!(total.before));
     out.extra.insert("tokens_after".into(), json!(total.after));
@@ -891,7 +783,7 @@ fn chunk_boundary_violations(input: &MetricInput) -> Result<MetricOutput, Metric
         num.push(r.violations as f64);
         den.push(r.boundaries as f64);
         items.push(json!({
-            "violation_rate": opt_f64(r.violation_rate()),
+            "violation_rate": opt(r.violation_rate()),
             "boundaries": r.boundaries,
             "violations": r.violations,
             "blocks": r.blocks,
@@ -900,11 +792,8 @@ fn chunk_boundary_violations(input: &MetricInput) -> Result<MetricOutput, Metric
         }));
         total.add(&r);
     }
-    let mut out = MetricOutput {
-        value: total.violation_rate().unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
-    ratio_interval(&mut out, &num, &den);
+    let mut out = MetricOutput::value(total.violation_rate());
+    ratio_interval(&mut out, &num, &den, "items")?;
     out.extra.insert("n".into(), json!(input.rows.len()));
     out.extra
         .insert("boundaries".into(), json!(total.boundaries));
@@ -914,7 +803,7 @@ fn chunk_boundary_violations(input: &MetricInput) -> Result<MetricOutput, Metric
     out.extra
         .insert("blocks_split".into(), json!(total.blocks_split));
     out.extra
-        .insert("block_split_rate".into(), opt_f64(total.split_rate()));
+        .insert("block_split_rate".into(), opt(total.split_rate()));
     out.extra.insert("per_kind".into(), json!(total.per_kind));
     out.items = items;
     Ok(out)
@@ -932,7 +821,7 @@ fn chunk_sentences(line: usize, row: &Map<String, Value>) -> Result<Vec<Vec<Stri
     chunks
         .iter()
         .map(|chunk| match chunk {
-            Value::String(text) => Ok(oloproof_metrics::rag::sentences::split_sentences(text)),
+            Value::String(text) => Ok(crate::rag::sentences::split_sentences(text)),
             Value::Array(sentences) => sentences
                 .iter()
                 .map(|s| {
@@ -958,16 +847,11 @@ fn chunk_sentences(line: usize, row: &Map<String, Value>) -> Result<Vec<Vec<Stri
 }
 
 fn chunk_coherence(input: &MetricInput) -> Result<MetricOutput, MetricError> {
-    let model = input.option("model").ok_or_else(|| {
-        MetricError::usage(
+    let (Some(model), Some(embedder)) = (input.option("model"), input.embedder.as_deref()) else {
+        return Err(MetricError::usage(
             "this metric needs --model DIR (a sentence-embedding model folder)".into(),
-        )
-    })?;
-    let mut settings =
-        oloproof_judge::JudgeSettings::local(oloproof_judge::LocalKind::Embedding, model);
-    settings.threads = input.parsed("threads", "a positive integer")?;
-    let embedder = oloproof_judge::JudgeClient::new("model", settings)
-        .map_err(|e| MetricError::usage(format!("--model {model}: {e}")))?;
+        ));
+    };
     let documents: Vec<(usize, Vec<Vec<String>>)> = input
         .rows
         .iter()
@@ -978,9 +862,10 @@ fn chunk_coherence(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         .iter()
         .flat_map(|(_, chunks)| chunks.iter().flatten().cloned())
         .collect();
-    let vectors = embedder
-        .embed(&texts)
-        .map_err(|e| MetricError::usage(format!("--model {model}: {e}")))?;
+    let vectors = Embedder::embed(embedder, &texts).map_err(|source| MetricError::Embedding {
+        model: model.to_string(),
+        source,
+    })?;
     let mut next = vectors.into_iter();
     let (mut values, mut items) = (Vec::new(), Vec::new());
     for (_, chunks) in &documents {
@@ -991,14 +876,14 @@ fn chunk_coherence(input: &MetricInput) -> Result<MetricOutput, MetricError> {
         let c = chunking::chunk_coherence(&embedded);
         values.extend(c.coherence());
         items.push(json!({
-            "coherence": opt_f64(c.coherence()),
-            "within": opt_f64(c.within),
-            "across": opt_f64(c.across),
+            "coherence": opt(c.coherence()),
+            "within": opt(c.within),
+            "across": opt(c.across),
             "within_pairs": c.within_pairs,
             "boundary_pairs": c.boundary_pairs,
         }));
     }
-    let mut out = mean_output(&values);
+    let mut out = MetricOutput::mean(&values)?;
     out.extra
         .insert("documents".into(), json!(input.rows.len()));
     out.extra
@@ -1050,18 +935,8 @@ fn heading_path_preservation(input: &MetricInput) -> Result<MetricOutput, Metric
         num.push(doc_kept as f64);
         den.push(chunks.len() as f64);
     }
-    let mut out = MetricOutput {
-        value: if total == 0 {
-            f64::NAN
-        } else {
-            kept as f64 / total as f64
-        },
-        ..MetricOutput::default()
-    };
-    ratio_interval(&mut out, &num, &den);
-    if let Some(m) = out.interval_method.as_mut() {
-        *m = m.replace("over items", "over documents");
-    }
+    let mut out = MetricOutput::value((total > 0).then(|| kept as f64 / total as f64));
+    ratio_interval(&mut out, &num, &den, "documents")?;
     out.extra.insert("n".into(), json!(input.rows.len()));
     out.extra.insert("chunks".into(), json!(total));
     out.extra.insert("preserved".into(), json!(kept));
@@ -1072,9 +947,8 @@ fn heading_path_preservation(input: &MetricInput) -> Result<MetricOutput, Metric
 fn attribution_fidelity(input: &MetricInput) -> Result<MetricOutput, MetricError> {
     let known: Option<std::collections::HashSet<String>> = match input.option("sources") {
         None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| MetricError::usage(format!("--sources {path}: {e}")))?;
+        Some(_) => {
+            let (_, text) = input.file_text("sources")?;
             Some(
                 text.lines()
                     .map(str::trim)
@@ -1104,7 +978,7 @@ fn attribution_fidelity(input: &MetricInput) -> Result<MetricOutput, MetricError
         resolved += u64::from(ok);
         items.push(json!({ "resolvable": ok }));
     }
-    let mut out = proportion_output(resolved, input.rows.len() as u64);
+    let mut out = proportion_output(resolved, input.rows.len() as u64)?;
     out.items = items;
     Ok(out)
 }
@@ -1112,27 +986,21 @@ fn attribution_fidelity(input: &MetricInput) -> Result<MetricOutput, MetricError
 // ---- language ID ----------------------------------------------------------------------------
 
 fn language_id(input: &MetricInput) -> Result<MetricOutput, MetricError> {
-    use oloproof_metrics::classify::report::{classification_report, ZeroDivision};
+    use crate::classify::report::{classification_report, ZeroDivision};
     let pairs = pairs(input, "gold", "predicted")?;
     let gold: Vec<&str> = pairs.iter().map(|p| p.0).collect();
     let pred: Vec<&str> = pairs.iter().map(|p| p.1).collect();
     let report = classification_report(&gold, &pred, ZeroDivision::Zero)
         .map_err(|e| MetricError::usage(e.to_string()))?;
     let Some(report) = report else {
-        return Ok(MetricOutput {
-            value: f64::NAN,
-            ..MetricOutput::default()
-        });
+        return Ok(MetricOutput::value(None));
     };
-    let mut out = MetricOutput {
-        value: report.macro_avg.f1.unwrap_or(f64::NAN),
-        ..MetricOutput::default()
-    };
-    let scores = |s: &oloproof_metrics::classify::report::ClassScores| {
+    let mut out = MetricOutput::value(report.macro_avg.f1);
+    let scores = |s: &crate::classify::report::ClassScores| {
         json!({
-            "precision": opt_f64(s.precision),
-            "recall": opt_f64(s.recall),
-            "f1": opt_f64(s.f1),
+            "precision": opt(s.precision),
+            "recall": opt(s.recall),
+            "f1": opt(s.f1),
             "support": s.support,
         })
     };
