@@ -3,13 +3,14 @@
 //!
 //! ```
 //! use oloproof_report::gate::threshold_text;
-//! use oloproof_engine::evaluate::SummaryKind;
+//! use oloproof_core::summary::SummaryKind;
 //! assert_eq!(threshold_text(Some(SummaryKind::Proportion), 0.6), "60.0%");
 //! assert_eq!(threshold_text(Some(SummaryKind::Mean), 0.6), "0.600");
 //! ```
 
-use oloproof_engine::evaluate::SummaryKind;
-use oloproof_engine::gate::{Bound, Gate, GateReport, GateVerdict, ThresholdResult};
+use oloproof_core::comparison::Gate;
+use oloproof_core::gate::{Bound, GateReport, GateVerdict, ThresholdResult};
+use oloproof_core::summary::SummaryKind;
 
 use crate::{format_proportion, table};
 
