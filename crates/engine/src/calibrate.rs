@@ -20,7 +20,6 @@ use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
 use oloproof_metrics::agreement::{cohen_kappa, kendall_tau_b, spearman, KappaWeights};
 use oloproof_store::SqliteStore;
-
 use serde_json::{json, Map, Value};
 
 use crate::judged::{JudgeEnv, JudgeRegistry, StoreJudgeCache};

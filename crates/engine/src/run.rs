@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use oloproof_connect::{install_python_shim, ConnectorSpec};
 use oloproof_core::case::Case;
-use oloproof_core::config::EvaluatorOptions;
-use oloproof_core::config::ProjectConfig;
+use oloproof_core::config::{EvaluatorOptions, ProjectConfig};
 use oloproof_core::identity::content_hash;
 use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun};
 use oloproof_core::settings::{RunSettings, SystemSettings};
-use oloproof_core::summary::SummaryKind;
-use oloproof_core::summary::{CacheCounts, HitMiss, IncompleteCriterion, JudgeUsage, RunSummary};
+use oloproof_core::summary::{
+    CacheCounts, HitMiss, IncompleteCriterion, JudgeUsage, RunSummary, SummaryKind,
+};
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_core::verdict::{CriterionVerdict, Verdict};

@@ -125,3 +125,142 @@ impl SqliteStore {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use oloproof_core::case::Case;
+    use oloproof_core::config::{validate, EvaluatorOptions};
+    use oloproof_core::run::{Evaluators, LoadedRun};
+    use oloproof_core::source::YamlDocument;
+    use oloproof_core::summary::{RunSummary, SummaryKind};
+    use oloproof_core::trace::Trace;
+    use oloproof_core::verdict::{CriterionVerdict, Verdict};
+
+    use crate::{CaseResult, NewRun, SqliteStore, StoreError};
+
+    /// Every criterion a proportion; nothing else is asked of it here.
+    struct Kinds;
+    impl Evaluators for Kinds {
+        fn kind(&self, _: &EvaluatorOptions) -> SummaryKind {
+            SummaryKind::Proportion
+        }
+        fn summarize(&self, _: &LoadedRun) -> RunSummary {
+            unreachable!("the loader never summarises")
+        }
+        fn slice_value(&self, _: &str, _: &Case, _: &Trace) -> String {
+            unreachable!("the loader never slices")
+        }
+    }
+
+    const CONFIG: &str = "system:\n  rag:\n    object: app:X\n    depth: 2\n    top_k: 1\ncases: cases.jsonl\nevaluators:\n  - {type: contains, criterion: answer_correct}\n  - {type: hit_rate, k: 1}\n";
+
+    /// A store with run `run_1`: case `a` done (trace and one verdict), case `b` pending.
+    fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let doc = YamlDocument::parse("oloproof.yaml", CONFIG).unwrap();
+        let options = validate(&doc, &doc.value, &[]).unwrap();
+        let settings = serde_json::json!({
+            "config_path": "oloproof.yaml", "config_dir": ".", "options": options,
+            "system": {"name": "x", "version": "1", "depth": 2, "top_k": 1,
+                       "token_budget": null, "index_version": null, "params": {}},
+            "workers": 1, "timeout_s": 60.0, "use_cache": true,
+        })
+        .to_string();
+        let case = |id: &str| (id.to_string(), format!(r#"{{"id":"{id}","input":{{}}}}"#));
+        store
+            .create_run(&NewRun {
+                id: "run_1",
+                config_path: "oloproof.yaml",
+                settings_json: &settings,
+                identity: "i",
+                system_json: "{}",
+                parent: None,
+                cases: &[case("a"), case("b")],
+            })
+            .unwrap();
+        let claimed = store
+            .claim_pending("run_1", std::time::Duration::from_secs(60))
+            .unwrap();
+        let trace = serde_json::to_string(&Trace::new("a")).unwrap();
+        let verdict = serde_json::to_string(&CriterionVerdict {
+            criterion: "answer_correct".into(),
+            verdict: Verdict::Pass,
+            detail: serde_json::Value::Null,
+        })
+        .unwrap();
+        store
+            .complete_cases(
+                "run_1",
+                &[CaseResult {
+                    case_id: "a",
+                    attempt: claimed[0].attempt,
+                    trace_json: &trace,
+                    verdicts: &[("answer_correct".into(), verdict)],
+                    cache: &[],
+                }],
+            )
+            .unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn a_run_reads_back_typed_with_its_criteria_in_evaluator_order() {
+        let (_dir, store) = store();
+        let run = store.load_run("run_1", &Kinds).unwrap();
+        assert_eq!(run.record.id, "run_1");
+        assert_eq!(run.settings.system.top_k, 1);
+        let names: Vec<&str> = run.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        assert_eq!(names, ["answer_correct", "hit_rate_at_1"]);
+        let ids: Vec<&str> = run.cases.iter().map(|(c, _, _)| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(
+            run.cases[0].1.is_some() && run.cases[1].1.is_none(),
+            "b is pending"
+        );
+        assert!(run.verdict("a", "answer_correct").is_some());
+        assert!(run.verdict("b", "answer_correct").is_none());
+    }
+
+    #[test]
+    fn only_the_selected_cases_are_decoded_and_each_is_shaped() {
+        let (_dir, store) = store();
+        let mut seen = Vec::new();
+        let run = store
+            .load_run_with(
+                "run_1",
+                &Kinds,
+                |id| {
+                    seen.push(id.to_string());
+                    id == "a"
+                },
+                |(_, _, verdicts)| verdicts.clear(),
+            )
+            .unwrap();
+        assert_eq!(seen, ["a", "b"]);
+        assert_eq!(run.cases.len(), 1);
+        assert!(run.cases[0].2.is_empty(), "shaped");
+    }
+
+    #[test]
+    fn unknown_and_unreadable_records_are_typed_errors() {
+        let (_dir, store) = store();
+        assert!(matches!(
+            store.load_run("run_2", &Kinds),
+            Err(StoreError::UnknownRun(id)) if id == "run_2"
+        ));
+        assert_eq!(store.load_comparison("abc").unwrap(), None);
+        assert_eq!(store.load_diagnosis("sha256:abc").unwrap(), None);
+        let mut store = store;
+        store
+            .save_diagnosis("sha256:d", "run_1", "{not json")
+            .unwrap();
+        let err = store.load_diagnosis("sha256:d").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("stored record of diagnosis sha256:d is unreadable: "),
+            "{err}"
+        );
+        assert!(store.load_diagnoses_of("run_1").is_err());
+    }
+}
