@@ -6,12 +6,10 @@ use std::path::{Path, PathBuf};
 use oloproof_core::case::{load_cases, Case};
 use oloproof_core::config::{ConfigError, ProjectConfig};
 use oloproof_core::dataset::{load_dataset, DatasetFormat};
-use oloproof_core::trace::Trace;
-use oloproof_core::verdict::CriterionVerdict;
+use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::project::{load_config, RunOverrides};
 use oloproof_engine::recorded::start_recorded_run;
-use oloproof_engine::run::{resume_run, start_run, summarize_stored, RunFlags};
-use oloproof_engine::summary::{CacheCounts, RunSummary};
+use oloproof_engine::run::{resume_run, start_run, summarize_stored, EngineEvaluators, RunFlags};
 use oloproof_engine::EngineError;
 use oloproof_store::{SqliteStore, StoreError};
 
@@ -399,10 +397,20 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
         }
         return Ok(exit_codes::SUCCESS);
     };
-    let rows = store.cases(&record.id)?;
-    let Some(row) = rows.iter().find(|r| &r.case_id == case_id) else {
-        let known: Vec<&str> = rows.iter().map(|r| r.case_id.as_str()).collect();
-        let hint = oloproof_core::source::did_you_mean(case_id, known.iter().copied())
+    // The one case, read by the store's loader (the run's other cases are not decoded).
+    let mut known: Vec<String> = Vec::new();
+    let run = store.load_run_with(
+        &record.id,
+        &EngineEvaluators,
+        |id| {
+            known.push(id.to_string());
+            id == case_id
+        },
+        |_| {},
+    )?;
+    let order: Vec<&str> = run.criteria.iter().map(|(c, _)| c.as_str()).collect();
+    let Some((case, trace, mut verdicts)) = run.cases.first().cloned() else {
+        let hint = oloproof_core::source::did_you_mean(case_id, known.iter().map(String::as_str))
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         return Err(CliError::Usage(format!(
@@ -410,43 +418,13 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
             record.id
         )));
     };
-    let corrupt = |what: &str, source| {
-        CliError::Engine(EngineError::Corrupt {
-            what: what.to_string(),
-            source,
-        })
-    };
-    let case: Case = serde_json::from_str(&row.case_json).map_err(|e| corrupt("case", e))?;
-    let trace: Option<Trace> = match &row.trace_json {
-        Some(t) => Some(serde_json::from_str(t).map_err(|e| corrupt("trace", e))?),
-        None => None,
-    };
-    let mut verdicts: Vec<CriterionVerdict> = Vec::new();
-    for v in store
-        .verdicts(&record.id)?
-        .into_iter()
-        .filter(|v| &v.case_id == case_id)
-    {
-        verdicts.push(serde_json::from_str(&v.verdict_json).map_err(|e| corrupt("verdict", e))?);
-    }
-    let settings: serde_json::Value =
-        serde_json::from_str(&record.settings_json).unwrap_or_default();
-    if let Some(order) = settings
-        .pointer("/options/evaluators")
-        .and_then(|e| e.as_array())
-    {
-        let names: Vec<String> = order
+    // In evaluator order.
+    verdicts.sort_by_key(|v| {
+        order
             .iter()
-            .filter_map(|e| oloproof_engine::evaluators::from_json(e).ok())
-            .map(|e| e.criterion().to_string())
-            .collect();
-        verdicts.sort_by_key(|v| {
-            names
-                .iter()
-                .position(|n| n == &v.criterion)
-                .unwrap_or(usize::MAX)
-        });
-    }
+            .position(|n| *n == v.criterion)
+            .unwrap_or(usize::MAX)
+    });
     if args.json {
         let value = serde_json::json!({"run_id": record.id, "case": case, "trace": trace, "verdicts": verdicts});
         writeln!(
@@ -465,7 +443,7 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
 }
 
 fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
-    use oloproof_engine::diagnose::InterventionKind;
+    use oloproof_core::diagnosis::InterventionKind;
     let need = |value: Option<usize>, flag: &str| {
         value.filter(|v| *v > 0).ok_or_else(|| {
             CliError::Usage(format!(
@@ -514,7 +492,7 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
         writeln!(
             out,
             "{}",
-            serde_json::to_string_pretty(&oloproof_engine::diagnose::to_json(&d))
+            serde_json::to_string_pretty(&oloproof_core::diagnosis::to_json(&d))
                 .unwrap_or_default()
         )?;
     } else {
@@ -527,7 +505,7 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
     let store = open_store(&args.location, args.dir.as_deref())?;
     let mut out = std::io::stdout().lock();
     if args.id.starts_with("sha256:") {
-        if let Some(d) = oloproof_engine::diagnose::load_diagnosis(&store, &args.id)? {
+        if let Some(d) = store.load_diagnosis(&args.id)? {
             write!(out, "{}", oloproof_report::diagnose::diagnosis_cases(&d))?;
             return Ok(exit_codes::SUCCESS);
         }
@@ -540,7 +518,7 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
             args.id
         )));
     }
-    let run = oloproof_engine::run::load_run(&store, &args.id)?;
+    let run = store.load_run(&args.id, &EngineEvaluators)?;
     for (case, trace, verdicts) in &run.cases {
         let mut parts = Vec::new();
         for (criterion, _) in &run.criteria {

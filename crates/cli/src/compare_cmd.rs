@@ -8,11 +8,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use oloproof_core::comparison::Gate;
 use oloproof_core::config::ConfigError;
-use oloproof_engine::compare::{
-    compare as compare_runs, load_comparison, record_comparison, CompareError, Gate, Policy,
-};
-use oloproof_engine::run::load_run;
+use oloproof_engine::compare::{compare as compare_runs, record_comparison, CompareError, Policy};
+use oloproof_engine::run::EngineEvaluators;
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
@@ -51,8 +50,8 @@ fn read_policy(path: &Path) -> Result<Policy, CliError> {
 pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
     let policy = read_policy(&args.policy)?;
     let mut store = open_store(&args.location, args.dir.as_deref())?;
-    let candidate = load_run(&store, &args.candidate)?;
-    let baseline = load_run(&store, &args.baseline)?;
+    let candidate = store.load_run(&args.candidate, &EngineEvaluators)?;
+    let baseline = store.load_run(&args.baseline, &EngineEvaluators)?;
     let gated: Vec<String> = policy
         .options()
         .decisions
@@ -99,7 +98,8 @@ pub(crate) fn render_comparison_cases(
     store: &SqliteStore,
     id: &str,
 ) -> Result<Option<String>, CliError> {
-    Ok(load_comparison(store, id)?
+    Ok(store
+        .load_comparison(id)?
         .as_ref()
         .map(oloproof_report::compare::comparison_cases))
 }

@@ -163,7 +163,7 @@ pub(crate) fn ragas_record(case: &Case, trace: &Trace) -> Value {
 
 pub(crate) fn export(args: ExportArgs) -> Result<u8, CliError> {
     let store = open_store(&args.location, args.dir.as_deref())?;
-    let run = oloproof_engine::run::load_run(&store, &args.run_id)?;
+    let run = store.load_run(&args.run_id, &oloproof_engine::run::EngineEvaluators)?;
     let mut text = String::new();
     let mut written = 0usize;
     let mut left_out = 0usize;

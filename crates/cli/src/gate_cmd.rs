@@ -8,8 +8,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use oloproof_core::comparison::Gate;
 use oloproof_core::config::ConfigError;
-use oloproof_engine::gate::{evaluate_gate, Gate, GatePolicy};
+use oloproof_engine::gate::{evaluate_gate, GatePolicy};
 use oloproof_engine::history::{read_history, GitInfo};
 
 use crate::cli::ConfigLocation;

@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use oloproof_core::config::ProjectConfig;
+use oloproof_core::history::HistoryEntry;
+use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::history::{
-    append_history, entry_for_run, read_history, GitInfo, HistoryEntry, HistoryError,
+    append_history, entry_for_run, read_history, GitInfo, HistoryError,
 };
-use oloproof_engine::run::{load_run, summarize_stored};
-use oloproof_engine::summary::{CacheCounts, RunSummary};
+use oloproof_engine::run::{summarize_stored, EngineEvaluators};
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
@@ -137,7 +138,7 @@ pub(crate) fn entry_of(
     run_id: &str,
     git: GitInfo,
 ) -> Result<HistoryEntry, CliError> {
-    let run = load_run(store, run_id)?;
+    let run = store.load_run(run_id, &EngineEvaluators)?;
     if run.record.status == "running" {
         return Err(CliError::Usage(format!(
             "run {run_id} has not finished ({} of {} cases); finish it with `oloproof run --resume {run_id}` first",

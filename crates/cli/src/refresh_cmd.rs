@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use clap::Args;
 use oloproof_core::case::{load_cases, Case};
 use oloproof_core::dataset::{parse_dataset, DatasetFormat};
-use oloproof_engine::run::{load_run, start_run, RunFlags};
+use oloproof_engine::run::{start_run, EngineEvaluators, RunFlags};
 use oloproof_engine::EngineError;
 use oloproof_store::SqliteStore;
 
@@ -99,7 +99,7 @@ pub(crate) fn refresh(args: RefreshArgs) -> Result<u8, CliError> {
     progress.finish();
     let outcome = outcome?;
     let store = SqliteStore::open(&config.store_path())?;
-    let run = load_run(&store, &outcome.run_id)?;
+    let run = store.load_run(&outcome.run_id, &EngineEvaluators)?;
     let mut text = String::new();
     let mut written = 0usize;
     let mut left_out = 0usize;

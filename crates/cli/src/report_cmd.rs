@@ -8,8 +8,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use oloproof_engine::run::{load_run, summarize_stored, LoadedRun};
-use oloproof_engine::summary::{CacheCounts, RunSummary};
+use oloproof_core::run::LoadedRun;
+use oloproof_core::summary::{CacheCounts, RunSummary};
+use oloproof_engine::run::{summarize_stored, EngineEvaluators};
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
@@ -89,8 +90,8 @@ fn render(
 ) -> Result<(String, &'static str), CliError> {
     use oloproof_report::{html, junit, markdown};
     if id.starts_with("sha256:") {
-        if let Some(d) = oloproof_engine::diagnose::load_diagnosis(store, id)? {
-            let run = load_run(store, &d.content.run_id)?;
+        if let Some(d) = store.load_diagnosis(id)? {
+            let run = store.load_run(&d.content.run_id, &EngineEvaluators)?;
             let text = match format {
                 ReportFormat::Html => html::diagnosis_html(&d, Some(&run)),
                 ReportFormat::Md => markdown::diagnosis_markdown(&d),
@@ -98,8 +99,8 @@ fn render(
             };
             return Ok((text, "diagnosis"));
         }
-        if let Some(c) = oloproof_engine::compare::load_comparison(store, id)? {
-            let candidate = load_run(store, &c.candidate)?;
+        if let Some(c) = store.load_comparison(id)? {
+            let candidate = store.load_run(&c.candidate, &EngineEvaluators)?;
             let text = match format {
                 ReportFormat::Html => html::comparison_html(&c, Some(&candidate)),
                 ReportFormat::Md => markdown::comparison_markdown(&c),
@@ -111,7 +112,7 @@ fn render(
             "no diagnosis or comparison `{id}` in this store"
         )));
     }
-    let run = load_run(store, id)?;
+    let run = store.load_run(id, &EngineEvaluators)?;
     let text = match format {
         ReportFormat::Html => html::run_html(&run, &summary_of(store, &run)?),
         ReportFormat::Md => markdown::run_markdown(&run, &summary_of(store, &run)?),

@@ -61,7 +61,10 @@ pub(crate) fn view(args: ViewArgs) -> Result<u8, CliError> {
         ViewError::Serve(io) => CliError::Output(io),
         other => CliError::Usage(other.to_string()),
     };
-    let viewer = Viewer::bind(&settings).map_err(to_cli)?;
+    // The viewer reads the store without the engine; what only the evaluators know (criterion
+    // kinds, a running run's summary, slice values) it asks of the engine's, passed here.
+    let evaluators = std::sync::Arc::new(oloproof_engine::run::EngineEvaluators);
+    let viewer = Viewer::bind(&settings, evaluators).map_err(to_cli)?;
     if !host.is_loopback() {
         let mut err = std::io::stderr().lock();
         writeln!(

@@ -6,7 +6,13 @@
 //! - [`dataset`]: recorded cases (Ragas or trace JSONL): a case and what the system did.
 //! - [`passage`], [`context`]: what a system retrieved and the context assembled from it.
 //! - [`trace`], [`verdict`]: what one case did and how each criterion judged it.
-//! - [`summary`]: result types shared by every reader of the store.
+//! - [`settings`]: the resolved settings a run ran with, stored beside it.
+//! - [`run`]: a stored run read back ([`run::LoadedRun`]) and the [`run::Evaluators`] trait
+//!   readers use for what only the evaluators know.
+//! - Result records every reader of the store shares, computed by the engine: [`summary`]
+//!   (a run's summary), [`comparison`], [`gate`] (the gate report), [`diagnosis`],
+//!   [`calibration`], [`history`] (a score-history line) and [`position`] (the
+//!   lost-in-the-middle harness).
 //! - [`identity`]: canonical JSON and the sha256 content hashes behind every id and cache key.
 //! - [`system`]: the [`system::SystemConnection`] trait connectors implement.
 //!
@@ -18,12 +24,20 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod calibration;
 pub mod case;
+pub mod comparison;
 pub mod config;
 pub mod context;
 pub mod dataset;
+pub mod diagnosis;
+pub mod gate;
+pub mod history;
 pub mod identity;
 pub mod passage;
+pub mod position;
+pub mod run;
+pub mod settings;
 pub mod source;
 pub mod summary;
 pub mod system;

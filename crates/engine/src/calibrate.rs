@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use oloproof_core::calibration::{Calibration, Estimate};
 use oloproof_core::config::CalibrationOptions;
 
 use crate::evaluators::Evaluator;
@@ -21,7 +22,6 @@ use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
 use oloproof_metrics::agreement::{cohen_kappa, kendall_tau_b, spearman, KappaWeights};
 use oloproof_store::SqliteStore;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::judged::{JudgeEnv, JudgeRegistry, StoreJudgeCache};
@@ -154,54 +154,6 @@ pub fn calibration_identity(judge_settings: &Value, evaluator_type: &str) -> Str
     content_hash(
         &json!({"judge": judge_settings, "evaluator": evaluator_type, "templates": templates}),
     )
-}
-
-/// An agreement statistic with its interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// The value (`None`: undefined, e.g. kappa with one category).
-    pub value: Option<f64>,
-    /// 95 % percentile bootstrap interval.
-    pub interval: Option<[f64; 2]>,
-}
-
-/// A finished calibration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// `sha256:<hex>` of the content.
-    pub id: String,
-    /// The judge.
-    pub judge: String,
-    /// The evaluator type calibrated.
-    pub evaluator: String,
-    /// Identity of what was calibrated.
-    pub identity: String,
-    /// Items judged.
-    pub n: usize,
-    /// Items whose judgment failed (`missing`), left out of the statistics.
-    pub missing: Vec<String>,
-    /// Share of items where the judge's category equals the human's.
-    pub agreement: Estimate,
-    /// Cohen's kappa, unweighted.
-    pub kappa: Estimate,
-    /// Linearly weighted kappa.
-    pub kappa_linear: Estimate,
-    /// Quadratically weighted kappa.
-    pub kappa_quadratic: Estimate,
-    /// Spearman's rho.
-    pub spearman: Estimate,
-    /// Kendall's tau-b.
-    pub kendall_tau_b: Estimate,
-    /// Confusion matrix: `human label → judge label → count`.
-    pub confusion: BTreeMap<String, BTreeMap<String, u64>>,
-    /// The threshold declared in the config.
-    pub min_kappa: f64,
-    /// Which kappa the threshold applies to (`none`, `linear`, `quadratic`).
-    pub weights: String,
-    /// Whether the judge passed.
-    pub passed: bool,
-    /// Bootstrap seed and resamples.
-    pub bootstrap: [u64; 2],
 }
 
 fn category(x: f64) -> i64 {
@@ -401,7 +353,7 @@ pub fn calibrate(
 /// Judged criteria of a run that have no passing calibration: `(criterion, judge, reason)`.
 pub fn uncalibrated(
     store: &SqliteStore,
-    run: &crate::run::LoadedRun,
+    run: &oloproof_core::run::LoadedRun,
     criteria: &[String],
 ) -> Result<Vec<(String, String, String)>, EngineError> {
     let mut out = Vec::new();

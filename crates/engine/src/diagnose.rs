@@ -28,245 +28,26 @@
 //! sha256 of its canonical content (not of its child-run ids), so the same diagnosis twice has
 //! the same id.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use oloproof_core::case::Case;
+use oloproof_core::diagnosis::{
+    label, CaseDiagnosis, ChildRun, Diagnosis, DiagnosisContent, InterventionKind,
+};
 use oloproof_core::identity::content_hash;
 use oloproof_core::passage::Retrieval;
+use oloproof_core::run::LoadedRun;
+use oloproof_core::settings::{Intervention, RunSettings};
+use oloproof_core::summary::CacheCounts;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
 use oloproof_store::{NewRun, SqliteStore};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 use crate::evaluators::judge_ranking;
-use crate::run::{execute_pending, load_run, shim, LoadedRun, RunObserver};
-use crate::settings::{connector_spec, Intervention, RunSettings};
-use crate::summary::CacheCounts;
+use crate::run::{execute_pending, require_pass_fail, shim, EngineEvaluators, RunObserver};
+use crate::settings::connector_spec;
 use crate::EngineError;
-
-/// The intervention asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum InterventionKind {
-    /// Gold passages in place of the assembled context.
-    GoldContext,
-    /// Replay the recorded retrieval with another `top_k`.
-    TopK {
-        /// The new cut-off.
-        top_k: usize,
-    },
-    /// Replay the recorded retrieval with another token budget.
-    TokenBudget {
-        /// The new budget.
-        token_budget: usize,
-    },
-    /// Replay the recorded retrieval through a reranker.
-    Reranker {
-        /// `module:function`.
-        reranker: String,
-    },
-}
-
-impl InterventionKind {
-    /// How the guide names it in output: `gold context`, `top-k 4`, `token budget 120`, …
-    pub fn describe(&self) -> String {
-        match self {
-            InterventionKind::GoldContext => "gold context".into(),
-            InterventionKind::TopK { top_k } => format!("top-k {top_k}"),
-            InterventionKind::TokenBudget { token_budget } => {
-                format!("token budget {token_budget}")
-            }
-            InterventionKind::Reranker { reranker } => format!("reranker {reranker}"),
-        }
-    }
-
-    /// The label the replay would confirm, if any.
-    fn confirms(&self) -> Option<&'static str> {
-        match self {
-            InterventionKind::GoldContext => None,
-            InterventionKind::TopK { .. } | InterventionKind::Reranker { .. } => {
-                Some(label::RANKED_OUT)
-            }
-            InterventionKind::TokenBudget { .. } => Some(label::CONTEXT_ASSEMBLY_LOSS),
-        }
-    }
-}
-
-/// Label names.
-pub mod label {
-    /// Passes on the control re-execution.
-    pub const UNSTABLE: &str = "UNSTABLE";
-    /// A child execution failed with an error.
-    pub const NOT_DIAGNOSED: &str = "NOT_DIAGNOSED";
-    /// Still fails with the gold context.
-    pub const GENERATION_FAILURE: &str = "GENERATION_FAILURE";
-    /// No relevant candidate retrieved.
-    pub const RETRIEVAL_MISS: &str = "RETRIEVAL_MISS";
-    /// Relevant only below top_k.
-    pub const RANKED_OUT: &str = "RANKED_OUT";
-    /// Relevant within top_k but left out of the context.
-    pub const CONTEXT_ASSEMBLY_LOSS: &str = "CONTEXT_ASSEMBLY_LOSS";
-    /// Relevant in the context among other passages; recovered alone.
-    pub const CONTEXT_DISTRACTION: &str = "CONTEXT_DISTRACTION";
-    /// Recovered, but no relevance labels place the failure.
-    pub const UNLOCATED: &str = "UNLOCATED";
-    /// Replay diagnosis without a gold-context diagnosis to carry labels from.
-    pub const UNLABELLED: &str = "UNLABELLED";
-}
-
-/// Display order of labels.
-pub const LABEL_ORDER: &[&str] = &[
-    label::RETRIEVAL_MISS,
-    label::RANKED_OUT,
-    label::CONTEXT_ASSEMBLY_LOSS,
-    label::CONTEXT_DISTRACTION,
-    label::UNLOCATED,
-    label::GENERATION_FAILURE,
-    label::UNSTABLE,
-    label::NOT_DIAGNOSED,
-    label::UNLABELLED,
-];
-
-/// One diagnosed case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaseDiagnosis {
-    /// Case id.
-    pub case_id: String,
-    /// Stage label.
-    pub label: String,
-    /// Reason code.
-    pub reason: String,
-    /// `intervention_recovery` or `intervention_non_recovery` (of the labelling intervention).
-    pub strength: String,
-    /// Best relevant position in the parent run (document unit); `None` when not retrieved or
-    /// not labelled.
-    pub best_relevant_position: Option<usize>,
-    /// Passed under this diagnosis's intervention (`None`: error).
-    pub recovered: Option<bool>,
-    /// Passed on the control re-execution (`None`: error).
-    pub control_passed: Option<bool>,
-}
-
-/// A child run of a diagnosis.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChildRun {
-    /// What it is: `gold context`, `control`, `top-k 4`, `replay control`, …
-    pub role: String,
-    /// Its run id.
-    pub run_id: String,
-}
-
-/// What identifies a diagnosis (hashed into its id).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiagnosisContent {
-    /// The diagnosed run.
-    pub run_id: String,
-    /// The pass/fail criterion.
-    pub criterion: String,
-    /// The intervention.
-    pub intervention: InterventionKind,
-    /// Failed cases with gold context, in run order.
-    pub selected: Vec<String>,
-    /// Failed cases without gold context.
-    pub not_diagnosable: Vec<String>,
-    /// Per selected case.
-    pub cases: Vec<CaseDiagnosis>,
-    /// The gold-context diagnosis whose labels a replay carries.
-    pub labels_from: Option<String>,
-}
-
-/// A finished diagnosis: its id, content, child runs and stage use.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    /// `sha256:<hex>` of the canonical content.
-    pub id: String,
-    /// The content.
-    pub content: DiagnosisContent,
-    /// Child runs (including those of a carried gold-context diagnosis).
-    pub child_runs: Vec<ChildRun>,
-    /// Stage cache use of this diagnosis's intervention run.
-    pub stages: CacheCounts,
-}
-
-impl Diagnosis {
-    /// Cases per label, in display order.
-    pub fn label_counts(&self) -> Vec<(&'static str, usize)> {
-        LABEL_ORDER
-            .iter()
-            .map(|l| {
-                (
-                    *l,
-                    self.content.cases.iter().filter(|c| c.label == *l).count(),
-                )
-            })
-            .filter(|(_, n)| *n > 0)
-            .collect()
-    }
-
-    /// Cases recovered under this diagnosis's intervention.
-    pub fn recovered(&self) -> usize {
-        self.content
-            .cases
-            .iter()
-            .filter(|c| c.recovered == Some(true))
-            .count()
-    }
-
-    /// Cases that passed on the control.
-    pub fn control_passed(&self) -> usize {
-        self.content
-            .cases
-            .iter()
-            .filter(|c| c.control_passed == Some(true))
-            .count()
-    }
-
-    /// Implicated factors: the factor(s) behind the most recovered failures, with that count and
-    /// the number of recovered failures carrying a factor.
-    pub fn implicated(&self) -> Option<(Vec<&'static str>, usize, usize)> {
-        let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-        let mut recovered = 0;
-        for c in &self.content.cases {
-            if let Some(f) = factor(&c.label) {
-                *counts.entry(f).or_default() += 1;
-                recovered += 1;
-            }
-        }
-        let top = *counts.values().max()?;
-        let factors = FACTOR_ORDER
-            .iter()
-            .copied()
-            .filter(|f| counts.get(f) == Some(&top))
-            .collect();
-        Some((factors, top, recovered))
-    }
-}
-
-const FACTOR_ORDER: &[&str] = &["context budget", "ranking", "retrieval", "context noise"];
-
-/// The factor a recovered label implicates.
-fn factor(label: &str) -> Option<&'static str> {
-    match label {
-        label::CONTEXT_ASSEMBLY_LOSS => Some("context budget"),
-        label::RANKED_OUT => Some("ranking"),
-        label::RETRIEVAL_MISS => Some("retrieval"),
-        label::CONTEXT_DISTRACTION => Some("context noise"),
-        _ => None,
-    }
-}
-
-/// Candidate experiments for a factor, worded as hypotheses by the renderer.
-pub fn experiments(factor: &str) -> &'static [&'static str] {
-    match factor {
-        "context budget" => &["a larger token budget", "smaller chunks"],
-        "ranking" => &["a larger top-k", "a reranker"],
-        "retrieval" => &["query rewriting", "hybrid (dense + sparse) retrieval"],
-        "context noise" => &["a smaller top-k", "a reranker"],
-        _ => &[],
-    }
-}
 
 fn passed(v: Option<&Verdict>) -> Option<bool> {
     match v {
@@ -382,7 +163,7 @@ pub fn diagnose(
     observer: &mut dyn RunObserver,
 ) -> Result<Diagnosis, EngineError> {
     let mut store = SqliteStore::open(store_path)?;
-    let parent = load_run(&store, run_id)?;
+    let parent = store.load_run(run_id, &EngineEvaluators)?;
     if parent.settings.intervention.is_some() {
         return Err(EngineError::Usage(format!(
             "{run_id} is itself a child run of a diagnosis; diagnose its parent"
@@ -395,7 +176,7 @@ pub fn diagnose(
             &kind,
         )));
     }
-    parent.require_pass_fail(criterion, "diagnose")?;
+    require_pass_fail(&parent, criterion, "diagnose")?;
     if let InterventionKind::Reranker { reranker } = &kind {
         if let Some(name) = reranker.strip_prefix(crate::execute::JUDGE_RERANKER_PREFIX) {
             check_reranker_judge(&parent.settings.options.judges, name)?;
@@ -542,8 +323,8 @@ pub fn diagnose(
             role: control_role.into(),
             run_id: control_id.clone(),
         });
-        let treated_run = load_run(&store, &treated_id)?;
-        let control_run = load_run(&store, &control_id)?;
+        let treated_run = store.load_run(&treated_id, &EngineEvaluators)?;
+        let control_run = store.load_run(&control_id, &EngineEvaluators)?;
         for case in &selected {
             let t = passed(treated_run.verdict(&case.id, criterion).map(|v| &v.verdict));
             let c = passed(control_run.verdict(&case.id, criterion).map(|v| &v.verdict));
@@ -682,56 +463,6 @@ fn gold_label(
     }
 }
 
-/// Reads a stored diagnosis.
-pub fn load_diagnosis(store: &SqliteStore, id: &str) -> Result<Option<Diagnosis>, EngineError> {
-    match store.diagnosis(id)? {
-        Some(d) => serde_json::from_str(&d.content_json)
-            .map(Some)
-            .map_err(|source| EngineError::Corrupt {
-                what: format!("diagnosis {id}"),
-                source,
-            }),
-        None => Ok(None),
-    }
-}
-
-/// The confirmation line of a replay: of the carried cases with the label this intervention
-/// targets, how many recovered.
-pub fn confirmation(d: &Diagnosis) -> Option<(&'static str, usize, usize)> {
-    d.content.labels_from.as_ref()?;
-    let target = d.content.intervention.confirms()?;
-    let with_label: Vec<&CaseDiagnosis> = d
-        .content
-        .cases
-        .iter()
-        .filter(|c| c.label == target)
-        .collect();
-    let recovered = with_label
-        .iter()
-        .filter(|c| c.recovered == Some(true))
-        .count();
-    Some((target, recovered, with_label.len()))
-}
-
-/// Carried gold-context recovered count (for the `Labels from gold context` line).
-pub fn carried_recovered(d: &Diagnosis) -> usize {
-    d.content
-        .cases
-        .iter()
-        .filter(|c| c.strength == "intervention_recovery")
-        .count()
-}
-
-/// A compact JSON view for `--json`.
-pub fn to_json(d: &Diagnosis) -> Value {
-    json!({
-        "id": d.id,
-        "content": d.content,
-        "child_runs": d.child_runs,
-        "stages": d.stages,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,39 +530,5 @@ mod tests {
             gold_label(&unlabelled, Some(&present), 2, Some(true), Some(false)).0,
             label::UNLOCATED
         );
-    }
-
-    #[test]
-    fn implicated_factor_is_the_most_frequent_among_recovered() {
-        let mk = |id: &str, l: &str| CaseDiagnosis {
-            case_id: id.into(),
-            label: l.into(),
-            reason: String::new(),
-            strength: String::new(),
-            best_relevant_position: None,
-            recovered: Some(true),
-            control_passed: Some(false),
-        };
-        let d = Diagnosis {
-            id: "sha256:x".into(),
-            content: DiagnosisContent {
-                run_id: "r".into(),
-                criterion: "c".into(),
-                intervention: InterventionKind::GoldContext,
-                selected: vec![],
-                not_diagnosable: vec![],
-                cases: vec![
-                    mk("a", label::RETRIEVAL_MISS),
-                    mk("b", label::CONTEXT_ASSEMBLY_LOSS),
-                    mk("c", label::CONTEXT_ASSEMBLY_LOSS),
-                    mk("d", label::GENERATION_FAILURE),
-                ],
-                labels_from: None,
-            },
-            child_runs: vec![],
-            stages: CacheCounts::default(),
-        };
-        assert_eq!(d.implicated(), Some((vec!["context budget"], 2, 3)));
-        assert_eq!(d.label_counts()[0], (label::RETRIEVAL_MISS, 1));
     }
 }

@@ -15,6 +15,9 @@ pub enum EngineError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] oloproof_store::StoreError),
+    /// A stored run's evaluator entry no longer builds.
+    #[error(transparent)]
+    StoredEvaluator(#[from] oloproof_core::run::StoredEvaluatorError),
     /// The system could not be started or refused the handshake.
     #[error("the system could not be started: {}{}", .0.summary(), render_tail(&.0.stderr_tail))]
     System(StageError),

@@ -19,8 +19,8 @@ use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_store::SqliteStore;
 use serde_json::{json, Value};
 
-use crate::settings::{Intervention, SystemSettings};
 use oloproof_core::passage::Retrieval;
+use oloproof_core::settings::{Intervention, SystemSettings};
 
 /// Cache layer names.
 pub mod layer {

@@ -36,13 +36,15 @@
 //! (seed 002's rolling window); re-runs of one fixed case set repeat the same cases, and the
 //! pooled interval is then narrower than the evidence warrants — see `docs/statistics.md`.
 
+use oloproof_core::comparison::Gate;
+use oloproof_core::gate::{Bound, GateReport, GateVerdict, Pooled, ThresholdResult};
+use oloproof_core::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
+use oloproof_core::summary::SummaryKind;
 use serde::{Deserialize, Serialize};
 
-pub use crate::compare::Gate;
-use crate::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
+use crate::history::entry_time_ms;
 use crate::summary::{CONFIDENCE, PROPORTION_STEP};
-use oloproof_core::summary::SummaryKind;
 
 /// Reason codes of threshold results.
 pub mod reason {
@@ -67,30 +69,6 @@ pub mod reason {
 // ----------------------------------------------------------------------------------------------
 // Policy
 // ----------------------------------------------------------------------------------------------
-
-/// What a threshold compares.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Bound {
-    /// The point estimate.
-    #[default]
-    Value,
-    /// The interval's lower bound.
-    LowerBound,
-    /// The interval's upper bound.
-    UpperBound,
-}
-
-impl Bound {
-    /// `value`, `lower_bound`, `upper_bound`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Bound::Value => "value",
-            Bound::LowerBound => "lower_bound",
-            Bound::UpperBound => "upper_bound",
-        }
-    }
-}
 
 /// The interval of a pass/fail criterion.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -311,104 +289,6 @@ impl GatePolicy {
     }
 }
 
-// ----------------------------------------------------------------------------------------------
-// Results
-// ----------------------------------------------------------------------------------------------
-
-/// One threshold's verdict: PASS or FAIL (the gate over all of them is a [`Gate`]: PASS or
-/// BLOCK).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum GateVerdict {
-    /// Every condition holds.
-    Pass,
-    /// A condition does not hold, or could not be checked.
-    Fail,
-}
-
-impl GateVerdict {
-    /// `PASS`, `FAIL`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            GateVerdict::Pass => "PASS",
-            GateVerdict::Fail => "FAIL",
-        }
-    }
-}
-
-/// What a window pooled.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Pooled {
-    /// The window as written (`last_7_days`).
-    pub window: String,
-    /// Runs pooled (the gated one included).
-    pub runs: u64,
-    /// Their run ids, oldest first.
-    pub run_ids: Vec<String>,
-}
-
-/// One threshold's outcome.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ThresholdResult {
-    /// The criterion.
-    pub criterion: String,
-    /// How it is summarised.
-    pub kind: Option<SummaryKind>,
-    /// What was compared.
-    pub on: Bound,
-    /// `min` or `max`.
-    pub op: String,
-    /// The threshold.
-    pub threshold: f64,
-    /// The (pooled) value.
-    pub value: Option<f64>,
-    /// The (pooled) interval; `None` when there is none.
-    pub interval: Option<HistoryInterval>,
-    /// The number compared with the threshold.
-    pub compared: Option<f64>,
-    /// Passes (pass/fail criteria).
-    pub passed: Option<u64>,
-    /// Observed cases.
-    pub observed: u64,
-    /// Missing cases.
-    pub missing: u64,
-    /// Excluded cases.
-    pub excluded: u64,
-    /// `missing / (observed + missing + excluded)`.
-    pub missing_share: f64,
-    /// The window, when the threshold pooled the history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pooled: Option<Pooled>,
-    /// PASS or FAIL.
-    pub verdict: GateVerdict,
-    /// Reason codes ([`reason`]), the deciding one first.
-    pub reasons: Vec<String>,
-}
-
-/// The gate over one run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GateReport {
-    /// The gated run.
-    pub run_id: String,
-    /// System name.
-    pub system: String,
-    /// System version.
-    pub version: String,
-    /// Cases in the run.
-    pub cases: u64,
-    /// The run's commit, when known.
-    pub commit: Option<String>,
-    /// The policy file as given.
-    pub policy: String,
-    /// `max_missing_rate` in force.
-    pub max_missing_rate: f64,
-    /// Every threshold, in policy order.
-    pub thresholds: Vec<ThresholdResult>,
-    /// `PASS` when every threshold passes, else `BLOCK`: the same outcome, in the same words,
-    /// as `compare`'s gate.
-    pub gate: Gate,
-}
-
 /// A criterion's numbers, possibly pooled over several runs.
 #[derive(Debug, Clone, PartialEq)]
 struct Numbers {
@@ -514,11 +394,11 @@ fn window_lines<'a>(
         Some(i) => &history[..i],
         None => history,
     };
-    let now = current.time_ms();
+    let now = entry_time_ms(current);
     let mut prior: Vec<&HistoryEntry> = before
         .iter()
         .filter(|e| e.system == current.system && e.run_id != current.run_id)
-        .filter(|e| match (e.time_ms(), now) {
+        .filter(|e| match (entry_time_ms(e), now) {
             (Some(t), Some(now)) => t <= now,
             _ => false,
         })
@@ -531,7 +411,7 @@ fn window_lines<'a>(
         }
         Window::LastDays(days) => {
             let span = i64::from(days) * 86_400_000;
-            prior.retain(|e| match (e.time_ms(), now) {
+            prior.retain(|e| match (entry_time_ms(e), now) {
                 (Some(t), Some(now)) => now - t < span,
                 _ => false,
             });
@@ -689,7 +569,8 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{rfc3339_from_ms, HISTORY_SCHEMA_VERSION};
+    use crate::history::rfc3339_from_ms;
+    use oloproof_core::history::HISTORY_SCHEMA_VERSION;
 
     const DAY: i64 = 86_400_000;
 

@@ -16,160 +16,17 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 
-use oloproof_core::config::SampleOptions;
+use oloproof_core::history::{
+    DatasetIdentity, HistoryCriterion, HistoryEntry, HistoryInterval, JudgeModel,
+    HISTORY_SCHEMA_VERSION,
+};
+use oloproof_core::run::LoadedRun;
 use oloproof_core::source::SourceError;
+use oloproof_core::summary::RunSummary;
 use oloproof_core::verdict::Verdict;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::run::LoadedRun;
-use crate::summary::{RunSummary, CONFIDENCE};
-use oloproof_core::summary::SummaryKind;
-
-/// Schema version of history lines.
-pub const HISTORY_SCHEMA_VERSION: u32 = 1;
-
-/// A criterion's interval as a history line records it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryInterval {
-    /// Lower bound.
-    pub lower: f64,
-    /// Upper bound.
-    pub upper: f64,
-    /// `clopper_pearson`, `wilson`, `percentile_bootstrap` or `normal_pooled`.
-    pub method: String,
-    /// Two-sided confidence level (0.95).
-    pub level: f64,
-}
-
-/// One criterion of a history line.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryCriterion {
-    /// Criterion name.
-    pub criterion: String,
-    /// How it is summarised.
-    pub kind: SummaryKind,
-    /// The proportion or mean; `null` when nothing was observed.
-    pub value: Option<f64>,
-    /// The 95 % interval of the run summary; `null` when there is none.
-    pub interval: Option<HistoryInterval>,
-    /// Passes, when the criterion is summarised as a proportion.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passed: Option<u64>,
-    /// Sample standard deviation of the observed scores (score criteria with 2 or more
-    /// observations), so that windows can pool means and spreads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub std_dev: Option<f64>,
-    /// Observed verdicts.
-    pub observed: u64,
-    /// Missing verdicts (errors).
-    pub missing: u64,
-    /// Excluded verdicts.
-    pub excluded: u64,
-}
-
-impl HistoryCriterion {
-    /// Share of the criterion's cases that are missing (0 without cases).
-    pub fn missing_share(&self) -> f64 {
-        let total = self.observed + self.missing + self.excluded;
-        if total == 0 {
-            0.0
-        } else {
-            self.missing as f64 / total as f64
-        }
-    }
-}
-
-/// A judge that scored the run: its name in `judges:`, provider and model.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(deny_unknown_fields)]
-pub struct JudgeModel {
-    /// Name in `judges:`.
-    pub name: String,
-    /// `openai`, `anthropic`, … (`null` when not declared).
-    pub provider: Option<String>,
-    /// The model (`null` when not declared).
-    pub model: Option<String>,
-}
-
-/// A recorded dataset's identity.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DatasetIdentity {
-    /// The file as given.
-    pub path: String,
-    /// sha256 (hex) of the file.
-    pub sha256: String,
-}
-
-/// One line of a score history.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryEntry {
-    /// [`HISTORY_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The run's creation time, UTC, RFC 3339 (`2026-09-16T12:00:00Z`).
-    pub timestamp: String,
-    /// The run.
-    pub run_id: String,
-    /// `git rev-parse HEAD` in the project's folder; `null` outside a repository.
-    pub commit: Option<String>,
-    /// The current branch; `null` outside a repository or on a detached HEAD.
-    pub branch: Option<String>,
-    /// The run's configuration identity (system, evaluators, slices: sha256).
-    pub config_hash: String,
-    /// System name.
-    pub system: String,
-    /// System version.
-    pub version: String,
-    /// The recorded dataset, for runs of `--dataset`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dataset: Option<DatasetIdentity>,
-    /// The judges of the run's judged criteria.
-    #[serde(default)]
-    pub judge_models: Vec<JudgeModel>,
-    /// Cases scored.
-    pub cases: u64,
-    /// The sample the run scored (`run --sample`), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sample: Option<SampleOptions>,
-    /// Per criterion, in evaluator order.
-    pub criteria: Vec<HistoryCriterion>,
-}
-
-impl HistoryEntry {
-    /// The criterion named `name`.
-    pub fn criterion(&self, name: &str) -> Option<&HistoryCriterion> {
-        self.criteria.iter().find(|c| c.criterion == name)
-    }
-
-    /// The timestamp as Unix milliseconds.
-    pub fn time_ms(&self) -> Option<i64> {
-        parse_rfc3339_ms(&self.timestamp)
-    }
-
-    /// A short label for the run: the first 7 characters of the commit, else the end of the
-    /// run id.
-    pub fn short_label(&self) -> String {
-        match &self.commit {
-            Some(c) => c.chars().take(7).collect(),
-            None => {
-                let tail: String = self
-                    .run_id
-                    .chars()
-                    .rev()
-                    .take(6)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                format!("run…{tail}")
-            }
-        }
-    }
-}
+use crate::summary::CONFIDENCE;
 
 /// The repository state a run was made from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -326,7 +183,7 @@ pub fn parse_history(path: &str, text: &str) -> Result<Vec<HistoryEntry>, Vec<So
         };
         match parsed {
             Ok(entry) => {
-                if entry.time_ms().is_none() {
+                if entry_time_ms(&entry).is_none() {
                     let mut err = SourceError::at(
                         path,
                         text,
@@ -478,6 +335,11 @@ pub fn append_history(path: &Path, entry: &HistoryEntry) -> Result<(), HistoryEr
 pub fn rfc3339_from_ms(ms: i64) -> String {
     let (y, m, d, h, mi, s) = oloproof_metrics::rag::freshness::utc_parts(ms);
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// A history line's timestamp as Unix milliseconds (`None` when it is not RFC 3339).
+pub fn entry_time_ms(entry: &HistoryEntry) -> Option<i64> {
+    parse_rfc3339_ms(&entry.timestamp)
 }
 
 /// Parses an RFC 3339 time (`2026-09-16T12:00:00Z`, fractional seconds and `±HH:MM` offsets

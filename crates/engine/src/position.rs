@@ -13,43 +13,15 @@ use std::path::Path;
 use oloproof_core::case::Case;
 use oloproof_core::context::GoldSlot;
 use oloproof_core::passage::Retrieval;
+use oloproof_core::position::{PositionReport, PositionResult};
+use oloproof_core::settings::{Intervention, RunSettings};
+use oloproof_core::summary::SummaryKind;
 use oloproof_core::verdict::Verdict;
 use oloproof_store::SqliteStore;
-use serde::{Deserialize, Serialize};
 
-use crate::run::{load_run, RunObserver};
-use crate::settings::{Intervention, RunSettings};
-use crate::summary::{summarize_criterion, CriterionSummary};
+use crate::run::{require_pass_fail, EngineEvaluators, RunObserver};
+use crate::summary::summarize_criterion;
 use crate::EngineError;
-use oloproof_core::summary::SummaryKind;
-
-/// One position's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PositionResult {
-    /// `first`, `middle` or `last`.
-    pub position: GoldSlot,
-    /// The child run.
-    pub run_id: String,
-    /// The criterion's summary over the cases at this position.
-    pub summary: CriterionSummary,
-}
-
-/// The harness's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PositionReport {
-    /// The parent run.
-    pub run_id: String,
-    /// The pass/fail criterion.
-    pub criterion: String,
-    /// Distractors asked for.
-    pub distractors: usize,
-    /// Cases run (gold context and a recorded retrieval).
-    pub cases: usize,
-    /// Cases left out, with why.
-    pub left_out: Vec<(String, String)>,
-    /// Per position, in order first, middle, last.
-    pub positions: Vec<PositionResult>,
-}
 
 /// Runs the harness on `run_id`'s cases for `criterion`.
 pub fn lost_in_the_middle(
@@ -60,13 +32,13 @@ pub fn lost_in_the_middle(
     observer: &mut dyn RunObserver,
 ) -> Result<PositionReport, EngineError> {
     let mut store = SqliteStore::open(store_path)?;
-    let parent = load_run(&store, run_id)?;
+    let parent = store.load_run(run_id, &EngineEvaluators)?;
     if parent.settings.intervention.is_some() || parent.settings.dataset.is_some() {
         return Err(EngineError::Usage(format!(
             "{run_id} cannot be re-generated (a child run or a recorded dataset); use a live run"
         )));
     }
-    parent.require_pass_fail(criterion, "the harness")?;
+    require_pass_fail(&parent, criterion, "the harness")?;
     let mut selected: Vec<&Case> = Vec::new();
     let mut recorded: HashMap<String, Retrieval> = HashMap::new();
     let mut left_out = Vec::new();
@@ -102,7 +74,7 @@ pub fn lost_in_the_middle(
             let (child, _) = crate::diagnose::run_child(
                 &mut store, store_path, &parent, settings, &selected, &recorded, observer,
             )?;
-            let run = load_run(&store, &child)?;
+            let run = store.load_run(&child, &EngineEvaluators)?;
             let verdicts: Vec<&Verdict> = selected
                 .iter()
                 .filter_map(|c| run.verdict(&c.id, criterion).map(|v| &v.verdict))

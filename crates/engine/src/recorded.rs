@@ -16,10 +16,9 @@ use oloproof_store::{NewRun, SqliteStore};
 use serde_json::json;
 
 use crate::run::{execute_pending, Recorded, RunFlags, RunObserver, RunOutcome};
-use crate::settings::{
-    worker_count, DatasetSettings, RunSettings, SystemSettings, DEFAULT_TIMEOUT_S,
-};
+use crate::settings::{worker_count, DEFAULT_TIMEOUT_S};
 use crate::EngineError;
+use oloproof_core::settings::{DatasetSettings, RunSettings, SystemSettings};
 
 /// The system identity of a recorded dataset: the file's name, `sha256:` and the first 12 hex
 /// digits of its hash as the version, and the longest recorded retrieval as depth and top-k.

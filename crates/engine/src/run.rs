@@ -12,8 +12,14 @@ use std::time::Duration;
 
 use oloproof_connect::{install_python_shim, ConnectorSpec};
 use oloproof_core::case::Case;
-use oloproof_core::config::ProjectConfig;
+use oloproof_core::config::{EvaluatorEntry, ProjectConfig};
 use oloproof_core::identity::content_hash;
+use oloproof_core::run::StoredEvaluatorError;
+use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun};
+use oloproof_core::settings::{RunSettings, SystemSettings};
+use oloproof_core::summary::{
+    CacheCounts, HitMiss, IncompleteCriterion, JudgeUsage, RunSummary, SummaryKind,
+};
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
@@ -24,8 +30,8 @@ use crate::evaluators::{build_all, Evaluator};
 use crate::execute::{
     execute_case, execution_key, layer, CacheReader, CacheWrite, ConnectionSource,
 };
-use crate::settings::{connector_spec, timeout, worker_count, RunSettings, SystemSettings};
-use crate::summary::{summarize, CacheCounts, CaseOutcome, RunSummary, SummaryInputs};
+use crate::settings::{connector_spec, timeout, worker_count};
+use crate::summary::{mark_calls_cached, slice_value, summarize, CaseOutcome, SummaryInputs};
 use crate::EngineError;
 
 /// Longest a finished case waits for others to share its commit.
@@ -250,74 +256,51 @@ pub fn sample_case_ids<'a>(
         .collect()
 }
 
-/// Re-summarises a stored run from its verdicts (no system call).
+/// Re-summarises a stored run from its verdicts (no system call). The run is read through the
+/// store's loader with every case slimmed to what the summary reads as it is decoded.
 pub fn summarize_stored(
     store: &SqliteStore,
     run_id: &str,
     cache: CacheCounts,
 ) -> Result<RunSummary, EngineError> {
-    let record = store.run(run_id)?;
-    let settings: RunSettings =
-        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
-            what: format!("run {run_id}'s settings"),
-            source,
-        })?;
+    let run = store.load_run_with(run_id, &EngineEvaluators, |_| true, slim_for_summary)?;
+    Ok(summarize_run(&run, cache)?)
+}
+
+/// Summarises a run read back from the store (its executed cases; a pending case counts in
+/// `cases` but not in `done`), with `cache` as the invocation's cache use.
+pub fn summarize_run(
+    run: &LoadedRun,
+    cache: CacheCounts,
+) -> Result<RunSummary, StoredEvaluatorError> {
+    let settings = &run.settings;
     let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
-    let rows = store.cases(run_id)?;
-    let verdict_rows = store.verdicts(run_id)?;
-    let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
-        std::collections::HashMap::new();
-    for v in verdict_rows {
-        let parsed: CriterionVerdict =
-            serde_json::from_str(&v.verdict_json).map_err(|source| EngineError::Corrupt {
-                what: format!("a verdict of {}", v.case_id),
-                source,
-            })?;
-        by_case.entry(v.case_id).or_default().push(parsed);
-    }
-    let total_cases = rows.len() as u64;
-    let mut loaded: Vec<(Case, Trace, Vec<CriterionVerdict>)> = Vec::new();
-    // Each row's JSON is dropped once parsed and slimmed.
-    for row in rows {
-        let Some(trace_json) = &row.trace_json else {
-            continue;
-        };
-        let case: Case =
-            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
-                what: format!("case {}", row.case_id),
-                source,
-            })?;
-        let trace: Trace =
-            serde_json::from_str(trace_json).map_err(|source| EngineError::Corrupt {
-                what: format!("the trace of {}", row.case_id),
-                source,
-            })?;
-        let verdicts = by_case.remove(&row.case_id).unwrap_or_default();
-        let (case, trace) = slim_for_summary(case, trace);
-        loaded.push((case, trace, verdicts));
-    }
-    let outcomes: Vec<CaseOutcome<'_>> = loaded
+    let total_cases = run.cases.len() as u64;
+    let outcomes: Vec<CaseOutcome<'_>> = run
+        .cases
         .iter()
-        .map(|(case, trace, verdicts)| CaseOutcome {
-            case,
-            trace,
-            verdicts,
+        .filter_map(|(case, trace, verdicts)| {
+            Some(CaseOutcome {
+                case,
+                trace: trace.as_ref()?,
+                verdicts,
+            })
         })
         .collect();
-    let criteria: Vec<(String, oloproof_core::summary::SummaryKind)> = evaluators
+    let criteria: Vec<(String, SummaryKind)> = evaluators
         .iter()
         .map(|e| (e.criterion().to_string(), e.kind()))
         .collect();
     let judged = evaluators.iter().any(|e| e.judge_choice().is_some());
-    let mut usage = crate::summary::JudgeUsage::default();
-    for (_, _, verdicts) in &loaded {
-        for v in verdicts {
+    let mut usage = JudgeUsage::default();
+    for o in &outcomes {
+        for v in o.verdicts {
             usage.add_detail(&v.detail);
         }
     }
     let mut summary = summarize(
         &SummaryInputs {
-            run_id,
+            run_id: &run.record.id,
             system: (&settings.system.name, &settings.system.version),
             criteria: &criteria,
             slices: &settings.options.slices,
@@ -338,7 +321,10 @@ pub fn summarize_stored(
 /// the generation, stderr, tracebacks) are dropped as each case is read, so summarising a
 /// large run holds ids and numbers, not every trace in full (the soak's 100,000 cases peaked
 /// at 2.1 GB holding them whole).
-fn slim_for_summary(mut case: Case, mut trace: Trace) -> (Case, Trace) {
+fn slim_for_summary((case, trace, _): &mut LoadedCase) {
+    let Some(trace) = trace.as_mut() else {
+        return;
+    };
     case.input = serde_json::Map::new();
     for g in case.expected.gold_context.iter_mut().flatten() {
         g.text = String::new();
@@ -362,99 +348,64 @@ fn slim_for_summary(mut case: Case, mut trace: Trace) -> (Case, Trace) {
         e.traceback = None;
         e.stderr_tail = Vec::new();
     }
-    (case, trace)
 }
 
-/// A stored run read back: its record, settings, and every case with its trace and verdicts.
-pub struct LoadedRun {
-    /// The run's row.
-    pub record: oloproof_store::RunRecord,
-    /// The settings it ran with.
-    pub settings: RunSettings,
-    /// Cases in order, with their trace (`None` while pending) and verdicts.
-    pub cases: Vec<(Case, Option<Trace>, Vec<CriterionVerdict>)>,
-    /// `(criterion, kind)` in evaluator order.
-    pub criteria: Vec<(String, oloproof_core::summary::SummaryKind)>,
-}
+/// The engine's evaluators as readers of the store need them
+/// ([`oloproof_core::run::Evaluators`]): pass it to [`SqliteStore::load_run`], or to the
+/// viewer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineEvaluators;
 
-impl LoadedRun {
-    /// Checks that `criterion` is one of the run's pass/fail criteria (what `purpose` needs),
-    /// with a did-you-mean when it is not a criterion at all.
-    pub fn require_pass_fail(&self, criterion: &str, purpose: &str) -> Result<(), EngineError> {
-        let Some((_, kind)) = self.criteria.iter().find(|(c, _)| c == criterion) else {
-            let names: Vec<&str> = self.criteria.iter().map(|(c, _)| c.as_str()).collect();
-            let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
-            return Err(EngineError::Usage(format!(
-                "run {} has no criterion `{criterion}`{hint}",
-                self.record.id
-            )));
-        };
-        if *kind == oloproof_core::summary::SummaryKind::Mean {
-            return Err(EngineError::Usage(format!(
-                "`{criterion}` is a score; {purpose} needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The verdict of `criterion` on case `case_id`, if recorded.
-    pub fn verdict(&self, case_id: &str, criterion: &str) -> Option<&CriterionVerdict> {
-        self.cases
+impl Evaluators for EngineEvaluators {
+    fn criteria(
+        &self,
+        entries: &[EvaluatorEntry],
+    ) -> Result<Vec<(String, SummaryKind)>, StoredEvaluatorError> {
+        Ok(build_all(entries)?
             .iter()
-            .find(|(c, _, _)| c.id == case_id)
-            .and_then(|(_, _, vs)| vs.iter().find(|v| v.criterion == criterion))
+            .map(|e| (e.criterion().to_string(), e.kind()))
+            .collect())
+    }
+
+    fn summarize(&self, run: &LoadedRun) -> Result<RunSummary, StoredEvaluatorError> {
+        summarize_run(run, CacheCounts::default())
+    }
+
+    fn slice_value(&self, key: &str, case: &Case, trace: &Trace) -> String {
+        slice_value(
+            key,
+            &CaseOutcome {
+                case,
+                trace,
+                verdicts: &[],
+            },
+        )
     }
 }
 
-/// Reads a stored run back.
-pub fn load_run(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, EngineError> {
-    let record = store.run(run_id)?;
-    let settings: RunSettings =
-        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
-            what: format!("run {run_id}'s settings"),
-            source,
-        })?;
-    let criteria = build_all(&settings.options.evaluators)?
-        .iter()
-        .map(|e| (e.criterion().to_string(), e.kind()))
-        .collect();
-    let mut by_case: std::collections::HashMap<String, Vec<CriterionVerdict>> =
-        std::collections::HashMap::new();
-    for v in store.verdicts(run_id)? {
-        let parsed: CriterionVerdict =
-            serde_json::from_str(&v.verdict_json).map_err(|source| EngineError::Corrupt {
-                what: format!("a verdict of {}", v.case_id),
-                source,
-            })?;
-        by_case.entry(v.case_id).or_default().push(parsed);
+/// Checks that `criterion` is one of `run`'s pass/fail criteria (what `purpose` needs), with a
+/// did-you-mean when it is not a criterion at all.
+pub fn require_pass_fail(
+    run: &LoadedRun,
+    criterion: &str,
+    purpose: &str,
+) -> Result<(), EngineError> {
+    let Some((_, kind)) = run.criteria.iter().find(|(c, _)| c == criterion) else {
+        let names: Vec<&str> = run.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        let hint = oloproof_core::source::did_you_mean(criterion, names.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| format!("; the run's criteria are {}", names.join(", ")));
+        return Err(EngineError::Usage(format!(
+            "run {} has no criterion `{criterion}`{hint}",
+            run.record.id
+        )));
+    };
+    if *kind == SummaryKind::Mean {
+        return Err(EngineError::Usage(format!(
+            "`{criterion}` is a score; {purpose} needs a pass/fail criterion (e.g. contains, hit_rate, citation_validity)"
+        )));
     }
-    let mut cases = Vec::new();
-    for row in store.cases(run_id)? {
-        let case: Case =
-            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
-                what: format!("case {}", row.case_id),
-                source,
-            })?;
-        let trace: Option<Trace> = match &row.trace_json {
-            Some(t) => Some(
-                serde_json::from_str(t).map_err(|source| EngineError::Corrupt {
-                    what: format!("the trace of {}", row.case_id),
-                    source,
-                })?,
-            ),
-            None => None,
-        };
-        let verdicts = by_case.remove(&row.case_id).unwrap_or_default();
-        cases.push((case, trace, verdicts));
-    }
-    Ok(LoadedRun {
-        record,
-        settings,
-        cases,
-        criteria,
-    })
+    Ok(())
 }
 
 /// What a run replays instead of calling the system: retrievals recorded by a parent run
@@ -499,7 +450,7 @@ struct Finished {
     trace: Trace,
     verdicts: Vec<CriterionVerdict>,
     writes: Vec<CacheWrite>,
-    judgment: crate::summary::HitMiss,
+    judgment: HitMiss,
 }
 
 /// The content identity of an executed trace (its retrieval, context and generation), part of
@@ -545,7 +496,7 @@ fn judge(
     env: &crate::judged::JudgeEnv<'_>,
     judge_cache: &crate::judged::StoreJudgeCache,
     writes: &mut Vec<CacheWrite>,
-    counts: &mut crate::summary::HitMiss,
+    counts: &mut HitMiss,
 ) -> Vec<CriterionVerdict> {
     let exec = execution_key(system, case);
     let content = trace_content(trace);
@@ -565,7 +516,7 @@ fn judge(
                     criterion: e.criterion().to_string(),
                     ..v
                 };
-                crate::summary::mark_calls_cached(&mut v.detail);
+                mark_calls_cached(&mut v.detail);
                 return v;
             }
             counts.record(false);
@@ -686,7 +637,7 @@ pub(crate) fn execute_pending(
                                 reranker_judge,
                             },
                         );
-                        let mut judgment = crate::summary::HitMiss::default();
+                        let mut judgment = HitMiss::default();
                         let verdicts = judge(
                             evaluators,
                             &settings.system,
@@ -804,8 +755,7 @@ pub(crate) fn execute_pending(
         return Err(e.into());
     }
     let mut summary = summarize_stored(store, run_id, counts)?;
-    summary.incomplete_criteria =
-        crate::summary::IncompleteCriterion::find(&summary.criteria, max_error_rate);
+    summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);
     let summary_json = serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
         what: "summary".into(),
         source,

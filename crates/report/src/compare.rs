@@ -7,7 +7,7 @@
 //! assert_eq!(format_points(-22.9), "-22.9");
 //! ```
 
-use oloproof_engine::compare::{
+use oloproof_core::comparison::{
     CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionResult, DifferenceLine, Gate,
 };
 use serde_json::Value;
@@ -273,7 +273,7 @@ pub fn comparison_cases(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oloproof_engine::compare::{DecisionVerdict, DifferenceMethod};
+    use oloproof_core::comparison::{DecisionVerdict, DifferenceMethod};
 
     fn line(estimate: Option<f64>, interval: Option<[f64; 2]>) -> DifferenceLine {
         DifferenceLine {

@@ -1,6 +1,6 @@
 //! Rendering of diagnoses: the `oloproof diagnose` report and `oloproof inspect` case lines.
 
-use oloproof_engine::diagnose::{
+use oloproof_core::diagnosis::{
     carried_recovered, confirmation, experiments, label, Diagnosis, InterventionKind,
 };
 
@@ -101,7 +101,7 @@ pub fn diagnosis_report(d: &Diagnosis) -> String {
 
 /// `oloproof inspect DIAGNOSIS`: one line per case.
 pub fn diagnosis_cases(d: &Diagnosis) -> String {
-    let mut rows: Vec<&oloproof_engine::diagnose::CaseDiagnosis> = d.content.cases.iter().collect();
+    let mut rows: Vec<&oloproof_core::diagnosis::CaseDiagnosis> = d.content.cases.iter().collect();
     rows.sort_by(|a, b| a.case_id.cmp(&b.case_id));
     let mut out = String::new();
     for c in rows {

@@ -8,8 +8,9 @@
 //! assert_eq!(threshold_text(Some(SummaryKind::Mean), 0.6), "0.600");
 //! ```
 
+use oloproof_core::comparison::Gate;
+use oloproof_core::gate::{Bound, GateReport, GateVerdict, ThresholdResult};
 use oloproof_core::summary::SummaryKind;
-use oloproof_engine::gate::{Bound, Gate, GateReport, GateVerdict, ThresholdResult};
 
 use crate::{format_proportion, table};
 

@@ -12,8 +12,8 @@
 //! assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
 //! ```
 
+use oloproof_core::history::{HistoryCriterion, HistoryEntry};
 use oloproof_core::summary::SummaryKind;
-use oloproof_engine::history::{HistoryCriterion, HistoryEntry};
 
 use crate::html::escape;
 use crate::svg::num;
@@ -398,7 +398,7 @@ fn contiguous<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oloproof_engine::history::{HistoryInterval, HISTORY_SCHEMA_VERSION};
+    use oloproof_core::history::{HistoryInterval, HISTORY_SCHEMA_VERSION};
 
     fn entry(run: &str, commit: Option<&str>, k: Option<u64>) -> HistoryEntry {
         HistoryEntry {

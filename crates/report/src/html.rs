@@ -14,15 +14,15 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use oloproof_core::case::Case;
-use oloproof_core::context::DropReason;
-use oloproof_core::trace::Trace;
-use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_engine::compare::{
+use oloproof_core::comparison::{
     CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionVerdict, Gate,
 };
-use oloproof_engine::diagnose::Diagnosis;
-use oloproof_engine::run::LoadedRun;
-use oloproof_engine::summary::{CriterionSummary, RunSummary};
+use oloproof_core::context::DropReason;
+use oloproof_core::diagnosis::Diagnosis;
+use oloproof_core::run::LoadedRun;
+use oloproof_core::summary::{CriterionSummary, RunSummary};
+use oloproof_core::trace::Trace;
+use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use serde_json::Value;
 
 use crate::compare::{difference_text, format_points};
@@ -842,7 +842,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
         .criteria
         .iter()
         .map(|line| {
-            let decisions: Vec<&oloproof_engine::compare::DecisionResult> = c
+            let decisions: Vec<&oloproof_core::comparison::DecisionResult> = c
                 .decisions
                 .iter()
                 .filter(|d| d.criteria.len() == 1 && d.criteria[0] == line.criterion)
@@ -955,7 +955,7 @@ pub fn diagnosis_html(d: &Diagnosis, run: Option<&LoadedRun>) -> String {
         Some(false) => "no".to_string(),
         None => "error".to_string(),
     };
-    let mut sorted: Vec<&oloproof_engine::diagnose::CaseDiagnosis> = c.cases.iter().collect();
+    let mut sorted: Vec<&oloproof_core::diagnosis::CaseDiagnosis> = c.cases.iter().collect();
     sorted.sort_by(|a, b| a.case_id.cmp(&b.case_id));
     let rows: Vec<Vec<String>> = sorted
         .iter()

@@ -7,9 +7,9 @@
 //! assert_eq!(xml_escape("a<b & 'c'"), "a&lt;b &amp; &apos;c&apos;");
 //! ```
 
+use oloproof_core::comparison::{Comparison, DecisionVerdict};
+use oloproof_core::run::LoadedRun;
 use oloproof_core::verdict::Verdict;
-use oloproof_engine::compare::{Comparison, DecisionVerdict};
-use oloproof_engine::run::LoadedRun;
 
 /// Escapes text for XML content and attributes; drops characters XML 1.0 forbids.
 pub fn xml_escape(text: &str) -> String {

@@ -22,11 +22,11 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table, TableComponent};
 use oloproof_core::case::Case;
 use oloproof_core::context::DropReason;
+use oloproof_core::run::RunRecord;
 use oloproof_core::summary::SummaryKind;
+use oloproof_core::summary::{CriterionSummary, RunSummary};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_engine::summary::{CriterionSummary, RunSummary};
-use oloproof_store::RunRecord;
 use serde_json::Value;
 
 /// `0.6923…` → `69.2%`.
@@ -127,7 +127,7 @@ pub fn cache_lines(summary: &RunSummary) -> String {
 /// `Judges: N calls (M from cache) · …`: calls sent, served from cache, and — when there were
 /// any — the extra requests (retries, repairs) and the failed calls, then tokens and cost (or
 /// `no prices configured`).
-pub fn judges_line(j: &oloproof_engine::summary::JudgeUsage) -> String {
+pub fn judges_line(j: &oloproof_core::summary::JudgeUsage) -> String {
     let mut extra = String::new();
     if j.retries > 0 {
         extra.push_str(&format!(
@@ -506,8 +506,8 @@ pub fn case_report(
 }
 
 /// `oloproof calibrate`'s report.
-pub fn calibration_report(c: &oloproof_engine::calibrate::Calibration) -> String {
-    let est = |e: &oloproof_engine::calibrate::Estimate| match (e.value, e.interval) {
+pub fn calibration_report(c: &oloproof_core::calibration::Calibration) -> String {
+    let est = |e: &oloproof_core::calibration::Estimate| match (e.value, e.interval) {
         (Some(v), Some([lo, hi])) => format!("{v:.3}  [{lo:.3}, {hi:.3}]"),
         (Some(v), None) => format!("{v:.3}"),
         _ => "undefined".to_string(),
@@ -563,7 +563,7 @@ pub fn calibration_report(c: &oloproof_engine::calibrate::Calibration) -> String
 }
 
 /// `oloproof lost-in-the-middle`'s report.
-pub fn position_report(r: &oloproof_engine::position::PositionReport) -> String {
+pub fn position_report(r: &oloproof_core::position::PositionReport) -> String {
     let mut out = format!(
         "Lost in the middle: {} with the gold passage among up to {} distractors · {} cases (observed; no population claim)\n",
         r.criterion, r.distractors, r.cases

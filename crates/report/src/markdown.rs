@@ -12,11 +12,11 @@
 
 use std::fmt::Write as _;
 
+use oloproof_core::comparison::{ChangeDirection, Comparison, Gate};
+use oloproof_core::diagnosis::Diagnosis;
+use oloproof_core::run::LoadedRun;
+use oloproof_core::summary::RunSummary;
 use oloproof_core::verdict::Verdict;
-use oloproof_engine::compare::{ChangeDirection, Comparison, Gate};
-use oloproof_engine::diagnose::Diagnosis;
-use oloproof_engine::run::LoadedRun;
-use oloproof_engine::summary::RunSummary;
 
 use crate::compare::{difference_text, format_points};
 use crate::html::failing_cases;

@@ -29,7 +29,10 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use oloproof_core::run::RunRecord;
 use rusqlite::{params, Connection, OptionalExtension};
+
+mod records;
 
 /// Current schema version, stored in `meta`.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -141,36 +144,22 @@ pub enum StoreError {
         /// The value found.
         value: String,
     },
+    /// A stored record (a case, trace, verdict, the run's settings, a comparison or diagnosis)
+    /// is not the JSON this Oloproof reads: damaged, or written by an incompatible version.
+    #[error("stored record of {what} is unreadable: {source}")]
+    Corrupt {
+        /// What was read (`case c1`, `run run_…'s settings`, `diagnosis sha256:…`).
+        what: String,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A stored run's evaluator entry no longer builds.
+    #[error(transparent)]
+    StoredEvaluator(#[from] oloproof_core::run::StoredEvaluatorError),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
-
-/// A run as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRecord {
-    /// `run_<ULID>`.
-    pub id: String,
-    /// Creation time, Unix milliseconds.
-    pub created_ms: i64,
-    /// `running`, `complete`, `incomplete` (stopped early) or `interrupted` (Ctrl-C, SIGTERM).
-    pub status: String,
-    /// The config file the run came from.
-    pub config_path: String,
-    /// The resolved settings snapshot (JSON).
-    pub settings_json: String,
-    /// sha256 of the canonical settings identity.
-    pub identity: String,
-    /// The system's hello (JSON).
-    pub system_json: String,
-    /// The summary, once finished (JSON).
-    pub summary_json: Option<String>,
-    /// Parent run, for child runs (diagnosis).
-    pub parent: Option<String>,
-    /// Number of cases.
-    pub case_count: i64,
-    /// Cases done.
-    pub done_count: i64,
-}
 
 /// One case of a run as stored.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,15 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use oloproof_core::case::Case;
+use oloproof_core::comparison::{ChangeDirection, Comparison, Gate};
+use oloproof_core::diagnosis::{CaseDiagnosis, Diagnosis};
+use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun, RunRecord};
+use oloproof_core::summary::RunSummary;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_engine::compare::{ChangeDirection, Comparison, Gate};
-use oloproof_engine::diagnose::{CaseDiagnosis, Diagnosis};
-use oloproof_engine::run::LoadedRun;
-use oloproof_engine::summary::{slice_value, CaseOutcome, RunSummary};
 use oloproof_report::html::{self, escape};
 use oloproof_report::{counts_cell, format_utc, interval_cell, value_cell};
-use oloproof_store::{RecordedAnalysis, RunRecord};
+use oloproof_store::RecordedAnalysis;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -411,8 +411,10 @@ pub fn case_labels(diagnoses: &[Diagnosis]) -> BTreeMap<String, (String, String)
 
 /// `/runs/<id>`: the run's header and headline, the metric table (each value also in a
 /// `data-value` attribute), slices, latency, its diagnoses and comparisons, and the case
-/// table under the filters.
+/// table under the filters. The cases' slice values come from `evaluators` (the engine's, passed
+/// in by the caller).
 pub fn run_page(
+    evaluators: &dyn Evaluators,
     run: &LoadedRun,
     summary: &RunSummary,
     diagnoses: &[Diagnosis],
@@ -533,14 +535,7 @@ pub fn run_page(
         let values: Vec<(String, String)> = match trace {
             Some(t) => slice_keys
                 .iter()
-                .map(|k| {
-                    let o = CaseOutcome {
-                        case,
-                        trace: t,
-                        verdicts,
-                    };
-                    (k.clone(), slice_value(k, &o))
-                })
+                .map(|k| (k.clone(), evaluators.slice_value(k, case, t)))
                 .collect(),
             None => Vec::new(),
         };
@@ -664,8 +659,10 @@ pub fn run_page(
 
 /// `/runs/<id>/cases/<case_id>`: the full trace (as in the HTML report: input, candidates with
 /// dropped ones struck through, context, answer, citations, every verdict with the judges' raw
-/// outputs), the case's slice values and diagnosis labels, and the raw verdict details.
+/// outputs), the case's slice values (from `evaluators`) and diagnosis labels, and the raw
+/// verdict details.
 pub fn case_page(
+    evaluators: &dyn Evaluators,
     run: &LoadedRun,
     case: &Case,
     trace: Option<&Trace>,
@@ -699,14 +696,9 @@ pub fn case_page(
     if let Some(t) = trace {
         let keys = &run.settings.options.slices;
         if !keys.is_empty() {
-            let o = CaseOutcome {
-                case,
-                trace: t,
-                verdicts,
-            };
             let rows: Vec<(&str, String)> = keys
                 .iter()
-                .map(|k| (k.as_str(), slice_value(k, &o)))
+                .map(|k| (k.as_str(), evaluators.slice_value(k, case, t)))
                 .collect();
             extra.push_str("<div class=\"slices\"><b>Slices</b>");
             extra.push_str(&html::meta_list(&rows));
@@ -805,8 +797,6 @@ fn direction_key(d: ChangeDirection) -> &'static str {
     }
 }
 
-type LoadedCase = (Case, Option<Trace>, Vec<CriterionVerdict>);
-
 fn side(run: &LoadedRun, case: Option<&LoadedCase>, criteria: &[String]) -> String {
     let Some((case, trace, verdicts)) = case else {
         return "<td class=\"side\"><span class=\"muted\">not in this run</span></td>".into();
@@ -880,7 +870,7 @@ pub fn comparison_page(
     let find = |run: &'_ LoadedRun, id: &str| -> Option<usize> {
         run.cases.iter().position(|(x, _, _)| x.id == id)
     };
-    let mut ordered: Vec<(String, Option<&oloproof_engine::compare::CaseChange>)> =
+    let mut ordered: Vec<(String, Option<&oloproof_core::comparison::CaseChange>)> =
         html::changes_regressions_first(c)
             .into_iter()
             .map(|ch| (ch.case_id.clone(), Some(ch)))

@@ -22,11 +22,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use oloproof_engine::compare::load_comparison;
-use oloproof_engine::diagnose::{load_diagnosis, Diagnosis};
-use oloproof_engine::run::{load_run, summarize_stored, LoadedRun};
-use oloproof_engine::summary::CacheCounts;
-use oloproof_engine::EngineError;
+use oloproof_core::diagnosis::Diagnosis;
+use oloproof_core::run::{Evaluators, LoadedRun};
 use oloproof_store::{SqliteStore, StoreError};
 use serde::Deserialize;
 
@@ -48,22 +45,41 @@ pub struct ViewerSettings {
 }
 
 /// A bound viewer, not yet serving: its address is known (`--port 0` included).
-#[derive(Debug)]
 pub struct Viewer {
     listener: TcpListener,
     addr: SocketAddr,
     store_path: PathBuf,
+    evaluators: Arc<dyn Evaluators>,
+}
+
+impl std::fmt::Debug for Viewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Viewer")
+            .field("addr", &self.addr)
+            .field("store_path", &self.store_path)
+            .finish_non_exhaustive()
+    }
 }
 
 struct AppState {
     store_path: PathBuf,
+    /// What only the evaluators know: criterion kinds, summaries of runs without a stored one,
+    /// slice values.
+    evaluators: Arc<dyn Evaluators>,
     /// `Host` values accepted (loopback binding only); `None` accepts any.
     allowed_hosts: Option<Vec<String>>,
 }
 
 impl Viewer {
     /// Binds the address; refuses a non-loopback one unless `allow_non_loopback`.
-    pub fn bind(settings: &ViewerSettings) -> Result<Viewer, ViewError> {
+    ///
+    /// `evaluators` answers what only the evaluators know (the engine's `EngineEvaluators`,
+    /// passed in by the CLI so that the viewer does not depend on the engine): criterion kinds,
+    /// the summary of a run that has no stored one (still running, interrupted), slice values.
+    pub fn bind(
+        settings: &ViewerSettings,
+        evaluators: Arc<dyn Evaluators>,
+    ) -> Result<Viewer, ViewError> {
         let addr = SocketAddr::new(settings.host, settings.port);
         if !settings.host.is_loopback() && !settings.allow_non_loopback {
             return Err(ViewError::NonLoopback {
@@ -86,6 +102,7 @@ impl Viewer {
             listener,
             addr,
             store_path: settings.store_path.clone(),
+            evaluators,
         })
     }
 
@@ -121,6 +138,7 @@ impl Viewer {
         });
         let state = Arc::new(AppState {
             store_path: self.store_path,
+            evaluators: self.evaluators,
             allowed_hosts,
         });
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -210,15 +228,16 @@ fn html(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-/// Runs `render` on a blocking thread with a read-only store, and turns its outcome into a page.
+/// Runs `render` on a blocking thread with a read-only store and the evaluators, and turns its
+/// outcome into a page.
 async fn page<F>(state: Arc<AppState>, render: F) -> Response
 where
-    F: FnOnce(&SqliteStore) -> Result<String, PageError> + Send + 'static,
+    F: FnOnce(&SqliteStore, &dyn Evaluators) -> Result<String, PageError> + Send + 'static,
 {
     let result = tokio::task::spawn_blocking(move || {
         let store = SqliteStore::open_reader(&state.store_path)
             .map_err(|e| PageError::Internal(e.to_string()))?;
-        render(&store)
+        render(&store, state.evaluators.as_ref())
     })
     .await
     .unwrap_or_else(|e| Err(PageError::Internal(format!("the page failed: {e}"))));
@@ -237,34 +256,30 @@ fn internal(e: impl std::fmt::Display) -> PageError {
     PageError::Internal(e.to_string())
 }
 
-fn engine_error(e: EngineError) -> PageError {
+fn store_error(e: StoreError) -> PageError {
     match e {
-        EngineError::Store(StoreError::UnknownRun(id)) => {
+        StoreError::UnknownRun(id) => {
             PageError::NotFound(format!("no run `{}` in this store", pages::quoted(&id)))
         }
         other => internal(other),
     }
 }
 
-fn load(store: &SqliteStore, run_id: &str) -> Result<LoadedRun, PageError> {
-    load_run(store, run_id).map_err(engine_error)
+fn load(
+    store: &SqliteStore,
+    evaluators: &dyn Evaluators,
+    run_id: &str,
+) -> Result<LoadedRun, PageError> {
+    store.load_run(run_id, evaluators).map_err(store_error)
 }
 
 /// The run's diagnoses, newest first.
 fn diagnoses_of(store: &SqliteStore, run_id: &str) -> Result<Vec<Diagnosis>, PageError> {
-    store
-        .diagnoses_of(run_id)
-        .map_err(internal)?
-        .iter()
-        .map(|a| {
-            serde_json::from_str(&a.content_json)
-                .map_err(|e| internal(format!("diagnosis {} is unreadable: {e}", a.id)))
-        })
-        .collect()
+    store.load_diagnoses_of(run_id).map_err(internal)
 }
 
 async fn index(State(state): State<Arc<AppState>>) -> Response {
-    page(state, |store| {
+    page(state, |store, _| {
         let runs = store.list_runs().map_err(internal)?;
         let comparisons = store.list_comparisons().map_err(internal)?;
         let diagnoses = store.list_diagnoses().map_err(internal)?;
@@ -310,13 +325,11 @@ async fn run(
         (Ok(r), Ok(f)) => (r, f),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    page(state, move |store| {
-        let run = load(store, &run_id)?;
+    page(state, move |store, evaluators| {
+        let run = load(store, evaluators, &run_id)?;
         let summary = match pages::stored_summary(&run.record) {
             Some(s) => s,
-            None => {
-                summarize_stored(store, &run_id, CacheCounts::default()).map_err(engine_error)?
-            }
+            None => evaluators.summarize(&run).map_err(internal)?,
         };
         let diagnoses = diagnoses_of(store, &run_id)?;
         let comparisons: Vec<_> = store
@@ -325,13 +338,25 @@ async fn run(
             .into_iter()
             .filter(|a| a.run_id == run_id || a.baseline.as_deref() == Some(run_id.as_str()))
             .collect();
-        pages::run_page(&run, &summary, &diagnoses, &comparisons, &filters)
+        pages::run_page(
+            evaluators,
+            &run,
+            &summary,
+            &diagnoses,
+            &comparisons,
+            &filters,
+        )
     })
     .await
 }
 
-fn render_case(store: &SqliteStore, run_id: &str, case_id: &str) -> Result<String, PageError> {
-    let run = load(store, run_id)?;
+fn render_case(
+    store: &SqliteStore,
+    evaluators: &dyn Evaluators,
+    run_id: &str,
+    case_id: &str,
+) -> Result<String, PageError> {
+    let run = load(store, evaluators, run_id)?;
     let Some((case, trace, verdicts)) = run.cases.iter().find(|(c, _, _)| c.id == case_id) else {
         return Err(PageError::NotFound(format!(
             "run {run_id} has no case `{}`",
@@ -340,6 +365,7 @@ fn render_case(store: &SqliteStore, run_id: &str, case_id: &str) -> Result<Strin
     };
     let diagnoses = diagnoses_of(store, run_id)?;
     Ok(pages::case_page(
+        evaluators,
         &run,
         case,
         trace.as_ref(),
@@ -356,7 +382,10 @@ async fn case(
         Ok(p) => p,
         Err(e) => return e,
     };
-    page(state, move |store| render_case(store, &run_id, &case_id)).await
+    page(state, move |store, evaluators| {
+        render_case(store, evaluators, &run_id, &case_id)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -373,8 +402,8 @@ async fn case_by_query(
         (Ok(r), Ok(q)) => (r, q),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    page(state, move |store| match q.id {
-        Some(case_id) => render_case(store, &run_id, &case_id),
+    page(state, move |store, evaluators| match q.id {
+        Some(case_id) => render_case(store, evaluators, &run_id, &case_id),
         None => Err(PageError::BadRequest(
             "name the case: /runs/<run>/case?id=<case id>".into(),
         )),
@@ -391,15 +420,15 @@ async fn comparison(
         (Ok(i), Ok(f)) => (i, f),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    page(state, move |store| {
-        let Some(c) = load_comparison(store, &id).map_err(engine_error)? else {
+    page(state, move |store, evaluators| {
+        let Some(c) = store.load_comparison(&id).map_err(store_error)? else {
             return Err(PageError::NotFound(format!(
                 "no comparison `{}` in this store",
                 pages::quoted(&id)
             )));
         };
-        let candidate = load(store, &c.candidate)?;
-        let baseline = load(store, &c.baseline)?;
+        let candidate = load(store, evaluators, &c.candidate)?;
+        let baseline = load(store, evaluators, &c.baseline)?;
         pages::comparison_page(&c, &candidate, &baseline, &filters)
     })
     .await
@@ -414,14 +443,14 @@ async fn diagnosis(
         (Ok(i), Ok(f)) => (i, f),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    page(state, move |store| {
-        let Some(d) = load_diagnosis(store, &id).map_err(engine_error)? else {
+    page(state, move |store, evaluators| {
+        let Some(d) = store.load_diagnosis(&id).map_err(store_error)? else {
             return Err(PageError::NotFound(format!(
                 "no diagnosis `{}` in this store",
                 pages::quoted(&id)
             )));
         };
-        let run = load(store, &d.content.run_id)?;
+        let run = load(store, evaluators, &d.content.run_id)?;
         pages::diagnosis_page(&d, &run, &filter)
     })
     .await

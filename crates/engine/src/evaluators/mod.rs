@@ -34,6 +34,7 @@ use std::path::Path;
 
 use oloproof_core::case::Case;
 use oloproof_core::config::{attribute, EvaluatorEntry, ProjectOptions};
+use oloproof_core::run::StoredEvaluatorError;
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
@@ -341,16 +342,20 @@ pub fn validate(
 /// that no longer parses (a store written by another version) is an error naming it.
 pub fn build_all(
     entries: &[EvaluatorEntry],
-) -> Result<Vec<Box<dyn Evaluator>>, crate::EngineError> {
-    let value = serde_json::json!({ "evaluators": entries });
-    let text =
-        serde_json::to_string_pretty(&value).map_err(|source| crate::EngineError::Corrupt {
-            what: "the run's evaluators".into(),
-            source,
-        })?;
+) -> Result<Vec<Box<dyn Evaluator>>, StoredEvaluatorError> {
+    let failed = |entry: &EvaluatorEntry, message: String| StoredEvaluatorError {
+        type_name: entry.type_name.clone(),
+        message,
+    };
     // JSON is YAML: errors point into the entries as JSON.
-    let doc = YamlDocument::parse("(stored evaluators)", &text)
-        .map_err(|e| crate::EngineError::Usage(e.to_string()))?;
+    let value = serde_json::json!({ "evaluators": entries });
+    // A `Value` always serialises (its keys are strings).
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let doc =
+        YamlDocument::parse("(stored evaluators)", &text).map_err(|e| StoredEvaluatorError {
+            type_name: String::new(),
+            message: e.message,
+        })?;
     entries
         .iter()
         .enumerate()
@@ -364,10 +369,8 @@ pub fn build_all(
                 judges: None,
             };
             build(&parser).map_err(|e| {
-                crate::EngineError::Usage(format!(
-                    "the stored evaluator `{}` cannot be rebuilt: {}",
-                    entry.type_name, e.message
-                ))
+                let at = e.key_path.map(|k| format!(" at {k}")).unwrap_or_default();
+                failed(entry, format!("{}{at}", e.message))
             })
         })
         .collect()
@@ -381,7 +384,8 @@ pub fn from_json(value: &Value) -> Result<Box<dyn Evaluator>, crate::EngineError
             what: "an evaluator entry".into(),
             source,
         })?;
-    build_all(std::slice::from_ref(&entry)).map(|mut v| v.remove(0))
+    let mut built = build_all(std::slice::from_ref(&entry))?;
+    Ok(built.remove(0))
 }
 
 /// A verdict of `criterion`.

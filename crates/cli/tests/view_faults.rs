@@ -4,6 +4,10 @@
 //! with a byte of a file outside the store (a sentinel file beside it, `/etc/passwd`, the
 //! database itself), and the server keeps serving. Also: a damaged store and a store written by
 //! an older Oloproof.
+//!
+//! (Moved here from `oloproof-view`, which does not depend on the engine that builds the runs.)
+
+#![cfg(feature = "view")]
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
@@ -13,7 +17,7 @@ use std::time::Duration;
 use oloproof_core::dataset::load_dataset;
 use oloproof_engine::project::load_config_for_dataset;
 use oloproof_engine::recorded::start_recorded_run;
-use oloproof_engine::run::{RunFlags, Silent};
+use oloproof_engine::run::{EngineEvaluators, RunFlags, Silent};
 use oloproof_view::{ViewError, Viewer, ViewerSettings, CONTENT_SECURITY_POLICY};
 
 const SENTINEL: &str = "SENTINEL-OUTSIDE-THE-STORE-7f3a";
@@ -74,7 +78,7 @@ fn settings(store: &Path) -> ViewerSettings {
 }
 
 fn serve(store: &Path) -> Served {
-    let viewer = Viewer::bind(&settings(store)).unwrap();
+    let viewer = Viewer::bind(&settings(store), std::sync::Arc::new(EngineEvaluators)).unwrap();
     let addr = viewer.local_addr().to_string();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
@@ -259,7 +263,9 @@ fn a_damaged_store_is_refused_when_the_viewer_starts() {
     let mut bytes = std::fs::read(&store).unwrap();
     bytes[..16].copy_from_slice(b"not a database!!");
     std::fs::write(&store, &bytes).unwrap();
-    let err = Viewer::bind(&settings(&store)).unwrap_err().to_string();
+    let err = Viewer::bind(&settings(&store), std::sync::Arc::new(EngineEvaluators))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with(&format!(
             "cannot serve {}: run store {}: file is not a database: the file is damaged",
@@ -278,7 +284,7 @@ fn a_store_written_by_an_older_oloproof_is_served() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("oloproof.db");
     let sql = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/fixtures/store_cad00c9.sql"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store_cad00c9.sql"),
     )
     .unwrap();
     let mut child = std::process::Command::new("python3")

@@ -2,17 +2,21 @@
 //! runs and a recorded comparison, served on a free loopback port and read with ureq.
 //! Status codes, the security headers, 404 and 400 pages, server-side filters, the Host check,
 //! and a hostile answer rendered as text.
+//!
+//! (Moved here from `oloproof-view`, which does not depend on the engine that builds the runs.)
+
+#![cfg(feature = "view")]
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 
 use oloproof_core::dataset::load_dataset;
+use oloproof_core::summary::RunSummary;
 use oloproof_engine::compare::{compare, record_comparison, Policy};
 use oloproof_engine::project::load_config_for_dataset;
 use oloproof_engine::recorded::start_recorded_run;
-use oloproof_engine::run::{load_run, RunFlags, Silent};
-use oloproof_engine::summary::RunSummary;
+use oloproof_engine::run::{EngineEvaluators, RunFlags, Silent};
 use oloproof_store::SqliteStore;
 use oloproof_view::{ViewError, Viewer, ViewerSettings, CONTENT_SECURITY_POLICY};
 
@@ -76,8 +80,8 @@ fn fixture() -> Fixture {
     }
     let store_path = ids[0].1.clone();
     let mut store = SqliteStore::open(&store_path).unwrap();
-    let baseline = load_run(&store, &ids[0].0).unwrap();
-    let candidate = load_run(&store, &ids[1].0).unwrap();
+    let baseline = store.load_run(&ids[0].0, &EngineEvaluators).unwrap();
+    let candidate = store.load_run(&ids[1].0, &EngineEvaluators).unwrap();
     let policy = Policy::parse(
         "compare.yaml",
         "decisions:\n  - {name: answers, criterion: answer_correct, kind: non_inferiority, margin_points: 5}\n",
@@ -113,12 +117,15 @@ impl Drop for Served {
 }
 
 fn serve(store: &Path) -> Served {
-    let viewer = Viewer::bind(&ViewerSettings {
-        store_path: store.to_path_buf(),
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        port: 0,
-        allow_non_loopback: false,
-    })
+    let viewer = Viewer::bind(
+        &ViewerSettings {
+            store_path: store.to_path_buf(),
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            allow_non_loopback: false,
+        },
+        std::sync::Arc::new(EngineEvaluators),
+    )
     .unwrap();
     let base = viewer.url().trim_end_matches('/').to_string();
     assert_ne!(viewer.local_addr().port(), 0);
@@ -362,7 +369,9 @@ fn a_non_loopback_address_needs_explicit_permission() {
         port: 0,
         allow_non_loopback: false,
     };
-    let err = Viewer::bind(&settings).unwrap_err().to_string();
+    let err = Viewer::bind(&settings, std::sync::Arc::new(EngineEvaluators))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("refusing to serve on 0.0.0.0:0: it is not a loopback address")
             && err.ends_with("pass --host 0.0.0.0 explicitly if that is intended"),
