@@ -145,8 +145,13 @@ mod tests {
             Ok(entries
                 .iter()
                 .map(|e| {
-                    let name = e.criterion_override().unwrap_or(&e.type_name);
-                    (name.to_string(), SummaryKind::Proportion)
+                    // The engine's default names: `<type>`, or `<type>_at_<k>` with a cutoff.
+                    let name = match (e.criterion_override(), e.options.get("k")) {
+                        (Some(c), _) => c.to_string(),
+                        (None, Some(k)) => format!("{}_at_{k}", e.type_name),
+                        (None, None) => e.type_name.clone(),
+                    };
+                    (name, SummaryKind::Proportion)
                 })
                 .collect())
         }
