@@ -434,11 +434,14 @@ fn handle(mut stream: TcpStream, inner: &Inner) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
+    // No longer in flight once the reply is ready: a client that has read it may send its next
+    // request before this thread would get past the writes, and counting this one still would
+    // report one request too many in flight.
+    inner.lock().in_flight -= 1;
     let _ = stream
         .write_all(head.as_bytes())
         .and_then(|()| stream.write_all(body.as_bytes()));
     let _ = stream.flush();
-    inner.lock().in_flight -= 1;
 }
 
 /// Splits `text` into tokens: runs of alphanumerics, and every other character alone.
