@@ -6,7 +6,8 @@
 //! renders (`Display`) without panicking.
 //!
 //! Not fuzzed: `load_config`'s two file reads (the file itself, whose `read_to_string` rejects
-//! non-UTF-8 bytes, and `schema:` files named by evaluators, which must exist), and the
+//! non-UTF-8 bytes, and `schema:` files named by evaluators, here resolved in a folder that does
+//! not exist), and the
 //! location of judges' local model paths (path joining only). Monitor policies do not exist
 //! yet.
 
@@ -38,13 +39,25 @@ pub fn config(data: &[u8]) {
             return located(&e, path, yaml, &overrides);
         }
     }
-    match validate(&doc, &value, &overrides) {
+    // The evaluator registry checks every entry's own options; a `schema:` file name resolves
+    // against a folder that does not exist (a located "cannot read" error, no file read).
+    let dir = std::path::Path::new("/nonexistent-oloproof-fuzz");
+    match validate(
+        &doc,
+        &value,
+        &overrides,
+        dir,
+        &oloproof_engine::evaluators::Catalog,
+    ) {
         Ok(options) => {
-            // What the engine asks of a valid configuration must not panic either.
+            // What the engine asks of a valid configuration must not panic either: the
+            // validated entries rebuild (they are the run's stored identity).
             let _ = options.rag();
-            for e in &options.evaluators {
+            let built = oloproof_engine::evaluators::build_all(&options.evaluators)
+                .expect("validated evaluator entries rebuild");
+            for e in &built {
                 let _ = e.criterion();
-                let _ = e.judged().map(|j| j.llm_judges());
+                let _ = e.judge_choice().map(|j| j.llm_judges());
             }
         }
         Err(e) => located(&e, path, yaml, &overrides),
