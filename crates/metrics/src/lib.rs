@@ -3,7 +3,7 @@
 //! with its aggregate and interval. No I/O, no async, no clock: every function is a
 //! deterministic computation over in-memory values.
 //!
-//! - [`ranking`]: trec_eval's measures over qrels and runs ([`ranking::evaluate`]), and the
+//! - [`ranking`]: trec_eval's measures over qrels and runs ([`ranking::evaluate()`]), and the
 //!   per-query formulas over a list of gains ([`ranking::query`]) the run evaluators use.
 //! - [`text`]: SQuAD answer normalisation, exact match, token F1; [`fusion`]: RRF and the Comb
 //!   family; [`rag`]: RAG metrics beyond ranking (citations as ALCE, claims, context use,
