@@ -7,7 +7,66 @@
 //! last ones for errors, each line cut at 4 KiB), and restarts the process after a crash or a
 //! timeout, reporting that call's failure as a [`StageError`]; a worker that exited between two
 //! requests is restarted before the next one, which it never saw. Responses are bounded by
-//! [`MAX_RESPONSE_BYTES`].
+//! [`MAX_RESPONSE_BYTES`]. [`HttpConnection`] speaks the same requests as POST bodies to
+//! `http: URL`. [`ConnectorSpec::connect`] opens either; [`install_python_shim`] writes the shim
+//! the worker command imports.
+//!
+//! This crate moves bytes and types them: it knows nothing of caches, evaluators or the store,
+//! and a failed call is a [`StageError`] for the engine to record, never a panic.
+//!
+//! ```
+//! use std::io::{BufRead, BufReader, Read, Write};
+//! use std::net::TcpListener;
+//! use std::time::Duration;
+//!
+//! use oloproof_connect::{ConnectorSpec, HttpOptions, SystemConnection};
+//! use serde_json::{json, Map, Value};
+//!
+//! // A system behind HTTP on loopback: each request is a protocol object POSTed to one URL,
+//! // each response `{"id", "ok"}`. It answers `hello`, then one `retrieve`.
+//! let listener = TcpListener::bind("127.0.0.1:0")?;
+//! let url = format!("http://{}/rag", listener.local_addr()?);
+//! std::thread::spawn(move || {
+//!     for stream in listener.incoming().take(2) {
+//!         let mut stream = stream.unwrap();
+//!         let mut reader = BufReader::new(stream.try_clone().unwrap());
+//!         let (mut line, mut length) = (String::new(), 0);
+//!         while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+//!             if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+//!                 length = n.trim().parse().unwrap();
+//!             }
+//!             line.clear();
+//!         }
+//!         let mut body = vec![0; length];
+//!         reader.read_exact(&mut body).unwrap();
+//!         let request: Value = serde_json::from_slice(&body).unwrap();
+//!         let ok = match request["op"].as_str() {
+//!             Some("hello") => json!({"protocol": 1, "name": "faq", "version": "2"}),
+//!             _ => json!({"depth": request["depth"], "candidates": [
+//!                 {"doc_id": "refunds", "text": "Refunds within 14 days."},
+//!                 {"doc_id": "shipping"},
+//!             ]}),
+//!         };
+//!         let reply = json!({"id": request["id"], "ok": ok}).to_string();
+//!         let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close";
+//!         write!(stream, "{head}\r\nContent-Length: {}\r\n\r\n{reply}", reply.len()).unwrap();
+//!     }
+//! });
+//!
+//! let spec = ConnectorSpec::Http(HttpOptions {
+//!     url,
+//!     timeout: Duration::from_secs(10),
+//!     params: Map::new(),
+//! });
+//! let mut system = spec.connect().map_err(|e| e.message)?; // sends `hello`
+//! assert_eq!((system.info().name.as_str(), system.info().version.as_str()), ("faq", "2"));
+//!
+//! // A typed retrieval, cut to the depth asked for, in the system's order.
+//! let retrieval = system.retrieve(&Map::new(), 1).map_err(|e| e.message)?;
+//! assert_eq!(retrieval.candidates.len(), 1);
+//! assert_eq!(retrieval.candidates[0].doc_id, "refunds");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 mod http;

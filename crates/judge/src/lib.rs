@@ -15,6 +15,9 @@
 //! extraction and verification, question generation, context precision and recall);
 //! [`ragas`] computes the judged metrics from them. [`mock::MockServer`] is a real loopback
 //! HTTP server speaking both wire formats, always compiled, for tests without a paid API.
+//! A `provider: local` judge runs a model from disk in-process instead (`oloproof-local`,
+//! behind the `local-models` feature; without it, building one fails with a message saying
+//! so).
 //!
 //! ```
 //! use oloproof_judge::mock::{MockReply, MockServer};

@@ -17,7 +17,9 @@
 //!   the chat template read from the GGUF, greedy decoding.
 //!
 //! Every model runs its forward passes in its own thread pool (`threads`, default all cores).
-//! Errors ([`LocalError`]) name the file and what was expected.
+//! Errors ([`LocalError`]) name the file and what was expected. The crate reads model files
+//! (and, for `hf://` paths with the `hub` feature, the network); it knows nothing of judges,
+//! caches or runs, which are `oloproof-judge`'s.
 //!
 //! ```
 //! use std::path::Path;

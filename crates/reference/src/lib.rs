@@ -6,6 +6,23 @@
 //! a note when it is unset, failing when `OLOPROOF_REQUIRE_REFERENCES=1`), and runs the Python
 //! script beside the test with [`run_json`] (one JSON document each way), [`run_lines`] (one
 //! JSON line per case each way) or, for other formats, [`run`].
+//!
+//! A dev-dependency only: nothing shipped depends on it. It starts processes and panics on
+//! failure, as test support may.
+//!
+//! ```
+//! use oloproof_reference::{json_lines, SplitMix64};
+//!
+//! // The stream is fixed: seed 0 gives SplitMix64's published first value on every machine.
+//! let mut rng = SplitMix64(0);
+//! assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
+//! let u = rng.unit();
+//! assert!((0.0..1.0).contains(&u));
+//!
+//! // What a reference script prints, one JSON value per line.
+//! let answers = json_lines(b"{\"f1\": 0.5}\n{\"f1\": 1.0}\n");
+//! assert_eq!(answers[1]["f1"], 1.0);
+//! ```
 
 #![warn(missing_docs)]
 

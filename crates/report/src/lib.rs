@@ -1,11 +1,23 @@
-//! Rendering: the metric table, slices, cache lines, run lists and case traces, as text.
+//! Rendering of the result records of `oloproof_core` (a run's summary and cases, a comparison,
+//! a diagnosis, a gate report, a score history): the terminal text of every command (the
+//! metric table, slices, cache lines, run lists, case traces; [`compare`], [`diagnose`],
+//! [`gate`], [`history`]) and `oloproof report`'s formats: self-contained [`html`] (with
+//! hand-written [`svg`] charts, every value escaped), [`markdown`] for PR comments and
+//! [`junit`] XML. The viewer (`oloproof-view`) serves the same HTML fragments.
 //!
-//! Functions here return `String`s; the CLI decides where they go. Formats are covered by the
-//! CLI's snapshot tests, so any change is visible in review.
+//! Functions here take records already read and computed and return `String`s; they read no
+//! file, open no store, compute no statistic, and the CLI decides where the text goes. Formats
+//! are covered by the CLI's snapshot tests, so any change is visible in review.
 //!
 //! ```
-//! use oloproof_report::format_proportion;
+//! use oloproof_core::comparison::Gate;
+//! use oloproof_report::{compare, format_proportion, html};
+//!
 //! assert_eq!(format_proportion(9.0 / 13.0), "69.2%");
+//! assert_eq!(compare::format_points(-0.04), "+0.0"); // never a signed zero
+//! assert_eq!(compare::gate_line(Gate::Block), "Gate: BLOCK (exit 3)\n");
+//! // Everything stored came from a system or a model: it is escaped before it is shown.
+//! assert_eq!(html::escape(r#"<b a="1">&"#), "&lt;b a=&quot;1&quot;&gt;&amp;");
 //! ```
 #![warn(missing_docs)]
 

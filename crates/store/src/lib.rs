@@ -19,10 +19,53 @@
 //! run names the run to resume. A store written by an older Oloproof gets the tables added since
 //! when it is opened for writing.
 //!
+//! [`SqliteStore`] is the whole API: [`SqliteStore::open`] for the writer (one per run),
+//! [`SqliteStore::open_reader`] for a worker thread's cache lookups, [`SqliteStore::load_run`]
+//! for a stored run read back typed. The store decodes its rows but computes nothing: it never
+//! evaluates, summarises or prints.
+//!
 //! ```
+//! use std::time::Duration;
+//! use oloproof_store::{CaseResult, NewRun, SqliteStore};
+//!
 //! let dir = tempfile::tempdir().unwrap();
-//! let store = oloproof_store::SqliteStore::open(&dir.path().join("oloproof.db")).unwrap();
-//! assert!(store.list_runs().unwrap().is_empty());
+//! let mut store = SqliteStore::open(&dir.path().join("oloproof.db")).unwrap();
+//! let cases = [("refund".to_string(), r#"{"id":"refund","input":{}}"#.to_string())];
+//! store
+//!     .create_run(&NewRun {
+//!         id: "run_01",
+//!         config_path: "oloproof.yaml",
+//!         settings_json: "{}",
+//!         identity: "sha256:…",
+//!         system_json: "{}",
+//!         parent: None,
+//!         cases: &cases,
+//!     })
+//!     .unwrap();
+//!
+//! // Claiming the pending cases twice (a resume after a crash) makes attempt 2 the current one.
+//! assert_eq!(store.claim_pending("run_01", Duration::from_secs(60)).unwrap()[0].attempt, 1);
+//! assert_eq!(store.claim_pending("run_01", Duration::from_secs(60)).unwrap()[0].attempt, 2);
+//!
+//! let verdicts = [("token_f1".to_string(), r#"{"status":"score","value":1.0}"#.to_string())];
+//! let cache = [("execution".to_string(), "key-1".to_string(), r#"{"answer":"14 days"}"#.to_string())];
+//! let result = |attempt| CaseResult {
+//!     case_id: "refund",
+//!     attempt,
+//!     trace_json: "{}",
+//!     verdicts: &verdicts,
+//!     cache: &cache,
+//! };
+//! // The stale attempt writes nothing; the current one writes trace, verdicts and cache together.
+//! assert!(!store.complete_case("run_01", &result(1)).unwrap());
+//! assert_eq!(store.cache_get("execution", "key-1").unwrap(), None);
+//! assert!(store.complete_case("run_01", &result(2)).unwrap());
+//! assert_eq!(
+//!     store.cache_get("execution", "key-1").unwrap().as_deref(),
+//!     Some(r#"{"answer":"14 days"}"#)
+//! );
+//! assert_eq!(store.verdicts("run_01").unwrap().len(), 1);
+//! assert_eq!(store.run("run_01").unwrap().done_count, 1);
 //! ```
 #![warn(missing_docs)]
 
