@@ -10,6 +10,7 @@
 //! [`MAX_RESPONSE_BYTES`].
 #![warn(missing_docs)]
 
+mod error;
 mod http;
 mod reply;
 mod shim;
