@@ -59,3 +59,45 @@ fn render_tail(tail: &[String]) -> String {
         format!("\nworker stderr (last lines):\n  {}", tail.join("\n  "))
     }
 }
+
+/// Why a Rubrex evaluator cannot decide a case: its verdict is `missing` with this message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RubrexError {
+    /// The system's output declares a behaviour that is not one of the known ones.
+    #[error(transparent)]
+    DeclaredBehavior(#[from] oloproof_core::error::DeclaredBehaviorError),
+    /// A passage of the context has a `metadata.status` that is not one of the known ones.
+    #[error("passage `{doc_id}`: {source}")]
+    EvidenceStatus {
+        /// The passage's document id.
+        doc_id: String,
+        /// What is wrong with its status.
+        #[source]
+        source: oloproof_core::error::EvidenceStatusError,
+    },
+    /// The output has neither an answer to classify nor a declared behaviour.
+    #[error("the system's output has no `answer` and declares no `behavior`")]
+    NoAnswerNorBehavior,
+    /// The output has no answer whose claims could be judged.
+    #[error("the system's output has no `answer`")]
+    NoAnswer,
+    /// The evaluator names a judge that `judges:` does not define.
+    #[error("no judge named `{0}`")]
+    UnknownJudge(String),
+    /// The evaluator needs a judge, and this evaluation has none.
+    #[error("no judges are configured for this evaluation")]
+    NoJudges,
+    /// Neither annotations nor a judge can say which claims are supported.
+    #[error("the record has no `claims` annotations and the evaluator has no `judge:`")]
+    NoSupport,
+    /// The judge's call failed.
+    #[error("judge `{judge}`: {source}")]
+    Judge {
+        /// The judge's name.
+        judge: String,
+        /// Why the call failed.
+        #[source]
+        source: oloproof_judge::JudgeError,
+    },
+}
