@@ -101,3 +101,13 @@ pub enum RubrexError {
         source: oloproof_judge::JudgeError,
     },
 }
+
+/// Why one planned question of `oloproof generate` could not be drafted: the judge's call
+/// failed. Shown as `KIND: message`, the kind being [`JudgeError::kind`](oloproof_judge::JudgeError::kind).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", .source.kind())]
+pub struct DraftError {
+    /// The failed call.
+    #[source]
+    pub source: oloproof_judge::JudgeError,
+}

@@ -79,7 +79,7 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
         let path = format!("judges.{name}");
         let settings: JudgeSettings = config.source.deserialize_at(value, &path)?;
         if let Err(message) = settings.validate() {
-            return Err(config.source.error_at(&path, false, message));
+            return Err(config.source.error_at(&path, false, message.to_string()));
         }
         // A local model's path is checked here, where the error can point at it; the files
         // themselves are checked when the model loads.
@@ -94,7 +94,9 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
             // An `hf://` path is only checked for its form here: it downloads when the model
             // loads, not on `--dry-run` or a validation.
             match settings.check_local_path() {
-                Err(message) => return Err(config.source.error_at(&key, false, message)),
+                Err(message) => {
+                    return Err(config.source.error_at(&key, false, message.to_string()))
+                }
                 Ok(Some(p)) if !p.exists() => {
                     let mut err = config.source.error_at(
                         &key,
