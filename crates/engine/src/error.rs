@@ -30,6 +30,15 @@ pub enum EngineError {
         #[source]
         source: serde_json::Error,
     },
+    /// A record could not be serialised to be stored (it is never stored empty).
+    #[error("cannot serialise {what} to store it: {source}")]
+    Serialise {
+        /// What was being stored.
+        what: String,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
     /// Writing the Python shim failed.
     #[error("cannot write the Python shim under {path}: {source}")]
     Shim {

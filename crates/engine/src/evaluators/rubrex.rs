@@ -475,13 +475,14 @@ fn judged_flags(detail: &Value) -> Vec<(String, bool)> {
                 .iter()
                 .map(|c| {
                     (
+                        // The detail is faithfulness's own output: a claim is always text.
                         c["claim"].as_str().unwrap_or_default().to_string(),
                         c["verdict"].as_u64() == Some(1),
                     )
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default() // no claims in the detail: none to flag
 }
 
 /// Claim support from the judge: `faithfulness` against the context, and against its current
