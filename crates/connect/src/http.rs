@@ -145,6 +145,8 @@ impl HttpConnection {
         let content_type = response
             .headers()
             .get("content-type")
+            // A content type that is not visible ASCII is shown as "no content type": it only
+            // decorates the message of a reply that is already being rejected.
             .and_then(|v| v.to_str().ok())
             .unwrap_or("no content type")
             .to_string();
@@ -251,7 +253,8 @@ impl SystemConnection for HttpConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        reply::retrieval(reply, depth).map_err(|m| error("retrieve", ErrorKind::Protocol, m))
+        reply::retrieval(reply, depth)
+            .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))
     }
 
     fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
@@ -260,7 +263,7 @@ impl SystemConnection for HttpConnection {
         }
         let reply = self.request("count_tokens", json!({"passages": passages}))?;
         reply::token_counts(reply, passages.len())
-            .map_err(|m| error("count_tokens", ErrorKind::Protocol, m))
+            .map_err(|e| error("count_tokens", ErrorKind::Protocol, e.to_string()))
     }
 
     fn generate(
@@ -269,7 +272,7 @@ impl SystemConnection for HttpConnection {
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError> {
         let reply = self.request("generate", json!({"input": input, "context": context}))?;
-        reply::generation(reply).map_err(|m| error("generate", ErrorKind::Protocol, m))
+        reply::generation(reply).map_err(|e| error("generate", ErrorKind::Protocol, e.to_string()))
     }
 
     fn rerank(
@@ -282,7 +285,7 @@ impl SystemConnection for HttpConnection {
             "rerank",
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
-        reply::reranked(reply).map_err(|m| error("rerank", ErrorKind::Protocol, m))
+        reply::reranked(reply).map_err(|e| error("rerank", ErrorKind::Protocol, e.to_string()))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -69,6 +69,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod error;
 mod http;
 mod reply;
 mod shim;

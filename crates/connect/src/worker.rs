@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::error::{Gone, ReplyError};
 use crate::{reply, MAX_RESPONSE_BYTES};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use oloproof_core::context::ContextPassage;
@@ -354,6 +355,8 @@ impl WorkerConnection {
         p.stderr
             .lock()
             .map(|t| t.iter().rev().take(STDERR_TAIL).rev().cloned().collect())
+            // A poisoned lock means the stderr reader panicked: there is no tail to show, and
+            // the error this tail decorates is reported all the same.
             .unwrap_or_default()
     }
 
@@ -369,21 +372,21 @@ impl WorkerConnection {
 
     /// Writes one request line; `Err` when the worker is already gone (it exited, or closed its
     /// stdin), so it cannot have received the request.
-    fn send(&mut self, line: &str) -> Result<(), String> {
+    fn send(&mut self, line: &str) -> Result<(), Gone> {
         let p = self
             .process
             .as_mut()
             .expect("process started before sending");
         if let Ok(Some(status)) = p.child.try_wait() {
-            return Err(status.to_string());
+            return Err(Gone::Exited(status.to_string()));
         }
         p.stdin
             .write_all(line.as_bytes())
             .and_then(|_| p.stdin.write_all(b"\n"))
             .and_then(|_| p.stdin.flush())
             .map_err(|e| match self.exit_status() {
-                Some(status) => status,
-                None => format!("its stdin is closed ({e})"),
+                Some(status) => Gone::Exited(status),
+                None => Gone::StdinClosed(e),
             })
     }
 
@@ -596,8 +599,8 @@ fn truncate(s: &str, max: usize) -> String {
 
 impl WorkerConnection {
     /// A malformed reply: a protocol error carrying the stderr tail.
-    fn reply_error(&self, stage: &str, message: String) -> StageError {
-        let mut err = stage_error(stage, ErrorKind::Protocol, message);
+    fn reply_error(&self, stage: &str, error: ReplyError) -> StageError {
+        let mut err = stage_error(stage, ErrorKind::Protocol, error.to_string());
         err.stderr_tail = self.stderr_tail();
         err
     }
@@ -614,7 +617,7 @@ impl SystemConnection for WorkerConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        reply::retrieval(reply, depth).map_err(|m| self.reply_error("retrieve", m))
+        reply::retrieval(reply, depth).map_err(|e| self.reply_error("retrieve", e))
     }
 
     fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
@@ -622,7 +625,7 @@ impl SystemConnection for WorkerConnection {
             return Ok(Vec::new());
         }
         let reply = self.request("count_tokens", json!({"passages": passages}))?;
-        reply::token_counts(reply, passages.len()).map_err(|m| self.reply_error("count_tokens", m))
+        reply::token_counts(reply, passages.len()).map_err(|e| self.reply_error("count_tokens", e))
     }
 
     fn generate(
@@ -631,7 +634,7 @@ impl SystemConnection for WorkerConnection {
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError> {
         let reply = self.request("generate", json!({"input": input, "context": context}))?;
-        reply::generation(reply).map_err(|m| self.reply_error("generate", m))
+        reply::generation(reply).map_err(|e| self.reply_error("generate", e))
     }
 
     fn rerank(
@@ -644,7 +647,7 @@ impl SystemConnection for WorkerConnection {
             "rerank",
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
-        reply::reranked(reply).map_err(|m| self.reply_error("rerank", m))
+        reply::reranked(reply).map_err(|e| self.reply_error("rerank", e))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -31,6 +31,7 @@ pub mod config;
 pub mod context;
 pub mod dataset;
 pub mod diagnosis;
+pub mod error;
 pub mod gate;
 pub mod history;
 pub mod identity;

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::error::EvidenceStatusError;
+
 /// One retrieved passage, exactly as the system returned it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Passage {
@@ -25,7 +27,7 @@ pub struct Passage {
 
 impl Passage {
     /// The passage's authority: `metadata.status`, `current` when absent.
-    pub fn status(&self) -> Result<EvidenceStatus, String> {
+    pub fn status(&self) -> Result<EvidenceStatus, EvidenceStatusError> {
         EvidenceStatus::of(self.metadata.as_ref())
     }
 }
@@ -64,19 +66,13 @@ impl EvidenceStatus {
 
     /// The `status` of a metadata map: `current` when absent, an error naming the value when
     /// it is not one of [`EVIDENCE_STATUSES`].
-    pub fn of(metadata: Option<&Map<String, Value>>) -> Result<Self, String> {
+    pub fn of(metadata: Option<&Map<String, Value>>) -> Result<Self, EvidenceStatusError> {
         match metadata.and_then(|m| m.get("status")) {
             None | Some(Value::Null) => Ok(EvidenceStatus::Current),
-            Some(Value::String(s)) => Self::parse(s).ok_or_else(|| {
-                format!(
-                    "unknown status `{s}`: expected one of {}",
-                    EVIDENCE_STATUSES.join(", ")
-                )
-            }),
-            Some(other) => Err(format!(
-                "`status` must be a string, one of {}, not {other}",
-                EVIDENCE_STATUSES.join(", ")
-            )),
+            Some(Value::String(s)) => {
+                Self::parse(s).ok_or_else(|| EvidenceStatusError::Unknown(s.clone()))
+            }
+            Some(other) => Err(EvidenceStatusError::NotAString(other.clone())),
         }
     }
 }

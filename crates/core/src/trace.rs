@@ -181,17 +181,16 @@ impl Trace {
 
     /// The behaviour the system declared in its output's `behavior` field (`answer`,
     /// `abstain`, `clarify`): `Ok(None)` when it declared none, an error for another value.
-    pub fn declared_behavior(&self) -> Result<Option<crate::case::Behavior>, String> {
+    pub fn declared_behavior(
+        &self,
+    ) -> Result<Option<crate::case::Behavior>, crate::error::DeclaredBehaviorError> {
         match self.output_field("behavior") {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => crate::case::Behavior::parse(s).map(Some).ok_or_else(|| {
-                format!(
-                    "the system declared behavior `{s}`: expected one of {}",
-                    crate::case::BEHAVIORS.join(", ")
-                )
-            }),
-            Some(other) => Err(format!(
-                "the system's `behavior` must be a string, not {other}"
+            Some(Value::String(s)) => crate::case::Behavior::parse(s)
+                .map(Some)
+                .ok_or_else(|| crate::error::DeclaredBehaviorError::Unknown(s.clone())),
+            Some(other) => Err(crate::error::DeclaredBehaviorError::NotAString(
+                other.clone(),
             )),
         }
     }

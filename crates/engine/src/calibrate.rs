@@ -131,6 +131,8 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
 pub fn calibrated_judge(judges: &BTreeMap<String, Value>, name: &str) -> Value {
     let mut value = judges.get(name).cloned().unwrap_or(Value::Null);
     if value.get("provider").and_then(Value::as_str) == Some("local") {
+        // Settings that do not parse or a model that does not load have no identity (`None`,
+        // as documented); validating the config reports them to the user.
         let identity = serde_json::from_value::<oloproof_judge::JudgeSettings>(value.clone())
             .ok()
             .and_then(|s| oloproof_judge::JudgeClient::new(name, s).ok())
@@ -180,6 +182,7 @@ fn estimate(n: usize, stat: &dyn Fn(&[usize]) -> Option<f64>) -> Estimate {
             0.95,
             stat,
         )
+        // The bootstrap fails only for no items or a bad level, neither possible here.
         .ok()
         .flatten()
         .map(|ci| [ci.lo, ci.hi])
@@ -204,7 +207,9 @@ pub fn calibrate(
     let settings = judges
         .get(judge_name)
         .ok_or_else(|| EngineError::Usage(format!("no judge named `{judge_name}`")))?;
-    let cache = StoreJudgeCache::new(SqliteStore::open_reader(store_path).ok());
+    // `store` is open at this path, so a reader that cannot open is a real failure: calling
+    // every judge again, uncached and billed, without a word would be worse than stopping.
+    let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(store_path)?));
     let env = JudgeEnv {
         judges: &registry,
         cache: &cache,
@@ -272,6 +277,7 @@ pub fn calibrate(
     let (hr, mr) = (&h, &m);
     let kappa_with = |w: KappaWeights| {
         move |idx: &[usize]| {
+            // Equal lengths by construction: an error here is an undefined kappa (`None`).
             cohen_kappa(&pick(idx, hr), &pick(idx, mr), w)
                 .ok()
                 .flatten()
@@ -285,12 +291,14 @@ pub fn calibrate(
     let kappa_linear = estimate(n, &kappa_with(KappaWeights::Linear));
     let kappa_quadratic = estimate(n, &kappa_with(KappaWeights::Quadratic));
     let rho = estimate(n, &|idx: &[usize]| {
+        // Equal lengths, finite scores: an error is an undefined rho (`None`).
         spearman(&pickf(idx, &human), &pickf(idx, &machine))
             .ok()
             .flatten()
             .map(|s| s.rho)
     });
     let tau = estimate(n, &|idx: &[usize]| {
+        // Equal lengths, finite scores: an error is an undefined tau (`None`).
         kendall_tau_b(&pickf(idx, &human), &pickf(idx, &machine))
             .ok()
             .flatten()

@@ -30,6 +30,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::error::EngineError;
 use oloproof_core::case::Case;
 use oloproof_core::comparison::{
     BootstrapSettings, CaseChange, CaseSets, ChangeDirection, Comparison, DecisionKind,
@@ -45,7 +46,7 @@ use oloproof_stats::{
     non_inferiority, paired_bootstrap_test, paired_proportion_difference, superiority, Interval,
     PairedCounts, Verdict3,
 };
-use oloproof_store::{SqliteStore, StoreError};
+use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::summary::{slice_value, CaseOutcome, CONFIDENCE, PROPORTION_STEP};
@@ -594,6 +595,7 @@ fn decide(
         kind: d.kind,
         criteria: criteria.clone(),
         margin_points: d.margin_points,
+        // No `cases:` list is an empty one (the decision covers every shared case).
         cases: d.cases.clone().unwrap_or_default(),
         verdict: DecisionVerdict::InsufficientEvidence,
         reason: String::new(),
@@ -729,6 +731,7 @@ pub fn compare(
         match by_id.get(case.id.as_str()) {
             Some(&i) => {
                 let (other, _, other_verdicts) = &candidate.cases[i];
+                // A `Case` always serialises (derived, string keys): `.ok()` drops no error.
                 if serde_json::to_value(case).ok() != serde_json::to_value(other).ok() {
                     sets.content_differs.push(case.id.clone());
                 }
@@ -865,17 +868,23 @@ pub fn compare(
 }
 
 /// Records a comparison in the store (re-recording the same id replaces it).
+///
+/// A comparison that cannot be serialised is an error, never an empty record.
 pub fn record_comparison(
     store: &mut SqliteStore,
     comparison: &Comparison,
-) -> Result<(), StoreError> {
-    let json = serde_json::to_string(comparison).unwrap_or_default();
+) -> Result<(), EngineError> {
+    let json = serde_json::to_string(comparison).map_err(|source| EngineError::Serialise {
+        what: format!("comparison {}", comparison.id),
+        source,
+    })?;
     store.save_comparison(
         &comparison.id,
         &comparison.candidate,
         &comparison.baseline,
         &json,
-    )
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ fn check_reranker_judge(
         let known: Vec<&str> = judges.keys().map(String::as_str).collect();
         let hint = oloproof_core::source::did_you_mean(name, known.iter().copied())
             .map(|s| format!("; did you mean `judge:{s}`?"))
-            .unwrap_or_default();
+            .unwrap_or_default(); // no close name: no hint
         return Err(EngineError::Usage(format!(
             "--reranker judge:{name}: the run has no judge `{name}`{hint}"
         )));
@@ -225,10 +225,21 @@ pub fn diagnose(
     let mut labels_from = None;
     let mut carried: HashMap<String, CaseDiagnosis> = HashMap::new();
     if !matches!(kind, InterventionKind::GoldContext) {
+        // A stored diagnosis that does not read back is corrupt: say so, rather than diagnose
+        // again as if there were none.
         let prior = store
             .diagnoses_of(run_id)?
             .into_iter()
-            .filter_map(|d| serde_json::from_str::<Diagnosis>(&d.content_json).ok())
+            .map(|d| {
+                serde_json::from_str::<Diagnosis>(&d.content_json).map_err(|source| {
+                    EngineError::Corrupt {
+                        what: format!("diagnosis {}", d.id),
+                        source,
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
             .find(|d| {
                 d.content.criterion == criterion
                     && d.content.intervention == InterventionKind::GoldContext
@@ -340,6 +351,7 @@ pub fn diagnose(
             let trace = traces.get(case.id.as_str()).copied();
             let best = trace
                 .and_then(|t| t.retrieval.as_ref())
+                // A case without relevance labels has no best position (not applicable).
                 .and_then(|r| judge_ranking(case, r, Default::default()).ok())
                 .and_then(|j| j.best_position);
             let (label, reason, strength) = if let Some(prior) = carried.get(&case.id) {

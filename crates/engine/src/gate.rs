@@ -142,6 +142,7 @@ impl Window {
         if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
+        // All digits: the only parse error is overflow, which is as invalid as 0 (`None`).
         let n: u32 = n.parse().ok().filter(|n| *n >= 1)?;
         match unit {
             "runs" => Some(Window::LastRuns(n)),
@@ -307,6 +308,7 @@ fn proportion_interval(k: u64, n: u64, method: ProportionInterval) -> Option<His
         ProportionInterval::ClopperPearson => oloproof_stats::clopper_pearson(k, n, CONFIDENCE),
         ProportionInterval::Wilson => oloproof_stats::wilson(k, n, CONFIDENCE),
     }
+    // An interval fails only for n = 0: no cases, no interval (the caller reports that).
     .ok()?
     .round_outward(PROPORTION_STEP);
     Some(HistoryInterval {
@@ -454,7 +456,7 @@ pub fn evaluate_gate(
                 let crits: Vec<&HistoryCriterion> = with.iter().map(|(_, c)| *c).collect();
                 let numbers = (!crits.is_empty()).then(|| pool(&crits, method));
                 let pooled = Pooled {
-                    window: t.window.clone().unwrap_or_default(),
+                    window: t.window.clone().unwrap_or_default(), // no window: all runs
                     runs: with.len() as u64,
                     run_ids: with.iter().map(|(e, _)| e.run_id.clone()).collect(),
                 };

@@ -25,7 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use oloproof_judge::templates::{self, QUESTION_SYNTHESIS};
-use oloproof_judge::{JudgeCache, JudgeClient, JudgeError};
+use oloproof_judge::{JudgeCache, JudgeClient, JudgeError, ReplyError};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -345,7 +345,7 @@ pub fn plan(chunks: &[Chunk], size: usize, seed: u64) -> Vec<PlannedQuestion> {
 }
 
 /// One drafted case, or why its question failed.
-pub type Drafted = Result<Value, String>;
+pub type Drafted = Result<Value, crate::error::DraftError>;
 
 /// Drafts the planned questions with `judge`; item `i` gets the id `syn-<i+1>` (4 digits).
 pub fn draft(
@@ -364,7 +364,7 @@ pub fn draft(
             // draw (another repeat index), not a cached copy.
             let repeat = planned[..i].iter().filter(|p| *p == q).count() as u32;
             draft_one(judge, cache, documents, chunks, q, seed, i, repeat)
-                .map_err(|e| format!("{}: {e}", e.kind()))
+                .map_err(|source| crate::error::DraftError { source })
         })
         .collect()
 }
@@ -408,29 +408,36 @@ fn draft_one(
     let abstains = q.kind.abstains();
     let n = passages.len();
     let check_passages = passages.clone();
-    let check = move |v: &Value| -> Result<(), String> {
+    let check = move |v: &Value| -> Result<(), ReplyError> {
         for field in ["question", "answer"] {
             if v[field].as_str().is_none_or(|s| s.trim().is_empty()) {
-                return Err(format!("`{field}` is empty"));
+                return Err(ReplyError::new(format!("`{field}` is empty")));
             }
         }
+        // No `evidence` array is no evidence; the checks below say what that means here.
         let evidence = v["evidence"].as_array().cloned().unwrap_or_default();
         if abstains && !evidence.is_empty() {
-            return Err("this question must not be answerable: `evidence` must be empty".into());
+            return Err(ReplyError::new(
+                "this question must not be answerable: `evidence` must be empty",
+            ));
         }
         if !abstains && evidence.is_empty() {
-            return Err("`evidence` must quote the passage(s) the answer rests on".into());
+            return Err(ReplyError::new(
+                "`evidence` must quote the passage(s) the answer rests on",
+            ));
         }
         for e in &evidence {
             let p = e["passage"].as_u64().unwrap_or(0) as usize;
             if p == 0 || p > n {
-                return Err(format!("evidence passage {p} is not between 1 and {n}"));
+                return Err(ReplyError::new(format!(
+                    "evidence passage {p} is not between 1 and {n}"
+                )));
             }
             let quote = e["quote"].as_str().unwrap_or("");
             if quote.trim().is_empty() || !check_passages[p - 1].contains(quote.trim()) {
-                return Err(format!(
+                return Err(ReplyError::new(format!(
                     "evidence quote {quote:?} is not copied verbatim from passage {p}"
-                ));
+                )));
             }
         }
         Ok(())

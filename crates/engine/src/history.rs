@@ -346,6 +346,7 @@ pub fn entry_time_ms(entry: &HistoryEntry) -> Option<i64> {
 /// accepted; `t`/`z` and a space for `T` too) into Unix milliseconds
 /// (`oloproof_metrics::rag::freshness::parse_rfc3339`, truncated to the millisecond).
 pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    // `None` is this function's documented answer for text that is not a timestamp.
     let t = oloproof_metrics::rag::freshness::parse_rfc3339(text).ok()?;
     Some(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
 }

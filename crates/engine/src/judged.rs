@@ -51,6 +51,7 @@ impl JudgeRegistry {
         let mut identity = self
             .settings
             .get(name)
+            // Derived `Serialize` with string keys: a `JudgeSettings` always serialises.
             .and_then(|s| serde_json::to_value(s).ok())
             .unwrap_or(Value::Null);
         // A local model is identified by its content, not only by its path.
@@ -79,7 +80,7 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
         let path = format!("judges.{name}");
         let settings: JudgeSettings = config.source.deserialize_at(value, &path)?;
         if let Err(message) = settings.validate() {
-            return Err(config.source.error_at(&path, false, message));
+            return Err(config.source.error_at(&path, false, message.to_string()));
         }
         // A local model's path is checked here, where the error can point at it; the files
         // themselves are checked when the model loads.
@@ -94,7 +95,9 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
             // An `hf://` path is only checked for its form here: it downloads when the model
             // loads, not on `--dry-run` or a validation.
             match settings.check_local_path() {
-                Err(message) => return Err(config.source.error_at(&key, false, message)),
+                Err(message) => {
+                    return Err(config.source.error_at(&key, false, message.to_string()))
+                }
                 Ok(Some(p)) if !p.exists() => {
                     let mut err = config.source.error_at(
                         &key,
@@ -124,6 +127,8 @@ pub struct StoreJudgeCache {
     /// Calls answered during this run by this worker, so an identical call made by a second
     /// evaluator of the same case (before the case commits) is not sent again.
     answered: Mutex<std::collections::HashMap<String, (String, Value)>>,
+    /// Lookups that found an entry the store could not read back (a miss, warned about).
+    unreadable: std::sync::atomic::AtomicUsize,
 }
 
 impl StoreJudgeCache {
@@ -133,7 +138,23 @@ impl StoreJudgeCache {
             reader: Mutex::new(reader),
             writes: Mutex::new(Vec::new()),
             answered: Mutex::new(std::collections::HashMap::new()),
+            unreadable: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Lookups so far whose stored entry could not be read (each was a miss, and the call was
+    /// made again).
+    pub fn unreadable(&self) -> usize {
+        self.unreadable.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn unreadable_entry(&self, key: &str, why: &dyn std::fmt::Display) {
+        self.unreadable
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            key,
+            "judge-call cache entry unreadable ({why}); the call is made again and the entry overwritten"
+        );
     }
 
     /// The entries added since the last call.
@@ -153,16 +174,31 @@ impl JudgeCache for StoreJudgeCache {
             return Some(hit.clone());
         }
         let guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-        let stored = guard
-            .as_ref()?
-            .cache_get(JUDGE_CALL_LAYER, key)
-            .ok()
-            .flatten()?;
-        let v: Value = serde_json::from_str(&stored).ok()?;
-        Some((
-            v.get("raw")?.as_str()?.to_string(),
-            v.get("parsed")?.clone(),
-        ))
+        // An entry that cannot be read is a miss: the call is made again and its entry
+        // overwritten when the case commits; it is counted and warned about, not hidden.
+        let stored = match guard.as_ref()?.cache_get(JUDGE_CALL_LAYER, key) {
+            Ok(found) => found?,
+            Err(e) => {
+                self.unreadable_entry(key, &e);
+                return None;
+            }
+        };
+        let entry = serde_json::from_str::<Value>(&stored)
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                let raw = v.get("raw").and_then(Value::as_str).map(str::to_string);
+                match (raw, v.get("parsed")) {
+                    (Some(raw), Some(parsed)) => Ok((raw, parsed.clone())),
+                    _ => Err("no `raw` text or no `parsed` value".to_string()),
+                }
+            });
+        match entry {
+            Ok(hit) => Some(hit),
+            Err(why) => {
+                self.unreadable_entry(key, &why);
+                None
+            }
+        }
     }
 
     fn put(&self, key: &str, raw: &str, parsed: &Value) {
@@ -242,4 +278,33 @@ pub(crate) fn failure_detail(e: &JudgeError, judge: Option<&JudgeClient>) -> Val
         "output_tokens": usage.output_tokens,
         "cost_usd": judge.and_then(|j| j.cost(usage)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_cache_entry_is_a_counted_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        let mut store = SqliteStore::open(&path).unwrap();
+        store
+            .put_cache_entries(&[
+                (JUDGE_CALL_LAYER.into(), "bad".into(), "not json".into()),
+                (JUDGE_CALL_LAYER.into(), "shapeless".into(), "{}".into()),
+                (
+                    JUDGE_CALL_LAYER.into(),
+                    "good".into(),
+                    json!({"raw": "r", "parsed": {"a": 1}}).to_string(),
+                ),
+            ])
+            .unwrap();
+        let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(&path).unwrap()));
+        assert_eq!(cache.get("bad"), None);
+        assert_eq!(cache.get("shapeless"), None);
+        assert_eq!(cache.get("absent"), None);
+        assert_eq!(cache.unreadable(), 2, "an absent entry is a plain miss");
+        assert_eq!(cache.get("good"), Some(("r".into(), json!({"a": 1}))));
+    }
 }

@@ -86,6 +86,8 @@ pub fn repeat_agreement(
         } else {
             oloproof_metrics::agreement::Level::Interval
         };
+        // Its errors (one value in the domain, no unit with two repeats) all mean alpha is
+        // undefined here, which is `None`, never zero; the scores are finite by construction.
         let alpha = oloproof_metrics::agreement::krippendorff_alpha(&units, level)
             .ok()
             .flatten();
@@ -303,7 +305,8 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_default())
+                // A worker that panicked must not leave its criteria silently unsummarised.
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
         for (i, s) in computed.into_iter().flatten() {
@@ -315,7 +318,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         per_group[*g].extend(s);
     }
     let mut per_group = per_group.into_iter();
-    let criteria = per_group.next().unwrap_or_default();
+    let criteria = per_group.next().unwrap_or_default(); // group 0 (all cases) always exists
     let slices: Vec<SliceSummary> = groups
         .iter()
         .skip(1)

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{json, Value};
 
 use crate::cache::{cache_key, CallRecord, JudgeCache};
-use crate::error::JudgeError;
+use crate::error::{JudgeError, ReplyError};
 use crate::limiter::{self, Limiter};
 use crate::local::{self, LocalFailure, LocalModel};
 use crate::request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
@@ -124,12 +124,10 @@ impl JudgeClient {
     /// A client for the judge `name` (its key in `judges:`). Checks the settings; the API key
     /// is read later, at each call.
     pub fn new(name: &str, settings: JudgeSettings) -> Result<JudgeClient, JudgeError> {
-        settings
-            .validate()
-            .map_err(|message| JudgeError::Settings {
-                judge: name.into(),
-                message,
-            })?;
+        settings.validate().map_err(|e| JudgeError::Settings {
+            judge: name.into(),
+            message: e.to_string(),
+        })?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs_f64(settings.timeout_s)))
             .http_status_as_error(false)
@@ -270,7 +268,7 @@ impl JudgeClient {
     pub fn complete_validated(
         &self,
         request: &JudgeRequest,
-        check: &dyn Fn(&Value) -> Result<(), String>,
+        check: &dyn Fn(&Value) -> Result<(), ReplyError>,
     ) -> Result<JudgeResponse, JudgeError> {
         self.complete_inner(request, check, None).map(|(r, _)| r)
     }
@@ -281,14 +279,16 @@ impl JudgeClient {
     fn complete_inner(
         &self,
         request: &JudgeRequest,
-        check: &dyn Fn(&Value) -> Result<(), String>,
+        check: &dyn Fn(&Value) -> Result<(), ReplyError>,
         top_logprobs: Option<u8>,
     ) -> Result<(JudgeResponse, Option<Value>), JudgeError> {
         let _span = tracing::debug_span!("judge_call", judge = %self.name, template = %request.template_id, repeat = request.repeat_index).entered();
-        let validate = |reply: &Reply, max_tokens: u32| -> Result<Value, String> {
+        let validate = |reply: &Reply, max_tokens: u32| -> Result<Value, ReplyError> {
             let parsed = schema::parse_reply(&reply.raw).map_err(|e| {
                 if reply.truncated {
-                    format!("{e}; the reply was cut off at max_tokens ({max_tokens})")
+                    ReplyError::new(format!(
+                        "{e}; the reply was cut off at max_tokens ({max_tokens})"
+                    ))
                 } else {
                     e
                 }
@@ -333,7 +333,7 @@ impl JudgeClient {
                 tracing::debug!(judge = %self.name, error = %e, "{second_request} failed");
                 return Err(JudgeError::InvalidOutput {
                     error: format!("{second_request} failed: {e}"),
-                    first_error: Some(first_error),
+                    first_error: Some(first_error.to_string()),
                     raw: first.raw,
                     usage,
                     attempts: attempts + e.attempts(),
@@ -353,8 +353,8 @@ impl JudgeClient {
                 attempts,
             }),
             Err(error) => Err(JudgeError::InvalidOutput {
-                error,
-                first_error: Some(first_error),
+                error: error.to_string(),
+                first_error: Some(first_error.to_string()),
                 raw: second.raw,
                 usage,
                 attempts,
@@ -391,7 +391,7 @@ impl JudgeClient {
         &self,
         cache: &dyn JudgeCache,
         request: &JudgeRequest,
-        check: &dyn Fn(&Value) -> Result<(), String>,
+        check: &dyn Fn(&Value) -> Result<(), ReplyError>,
     ) -> Result<CallRecord, JudgeError> {
         let key = self.judgment_key(request);
         if let Some((raw, parsed)) = cache.get(&key) {
@@ -441,7 +441,7 @@ impl JudgeClient {
         &self,
         cache: &dyn JudgeCache,
         request: &JudgeRequest,
-        check: &dyn Fn(&Value) -> Result<(), String>,
+        check: &dyn Fn(&Value) -> Result<(), ReplyError>,
         top_logprobs: u8,
     ) -> Result<(CallRecord, Option<Value>), JudgeError> {
         let key = oloproof_core::identity::content_hash(&json!({

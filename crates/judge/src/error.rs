@@ -176,3 +176,77 @@ impl JudgeError {
         }
     }
 }
+
+/// Why a judge's reply was rejected: it is not JSON, it does not match the template's schema,
+/// or its ids or chunk numbers do not match the request. The message names the failing
+/// location (`$.verdicts[2].verdict`); it is what the one repair attempt shows the judge, and
+/// what [`JudgeError::InvalidOutput`] reports when the repair fails too.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReplyError {
+    message: String,
+}
+
+impl ReplyError {
+    /// A rejection with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ReplyError {
+            message: message.into(),
+        }
+    }
+
+    /// What is wrong with the reply.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A judge's settings that cannot work, found before any call is made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A value serde cannot check is out of range, empty, or not for this provider.
+    #[error("{0}")]
+    Invalid(String),
+    /// `path` uses `${VAR}` and the variable is unset or empty.
+    #[error("`path` uses the environment variable `{0}`, which is not set")]
+    UnsetVariable(String),
+    /// `path` opens a `${` it never closes (the whole `path` is shown).
+    #[error("`path`: unclosed `${{` in `{0}`")]
+    UnclosedVariable(String),
+    /// An `hf://` model path that is malformed, of the wrong form for `kind`, or that cannot
+    /// be resolved to the Hugging Face cache (the message of `oloproof_local::hub`).
+    #[error("{0}")]
+    Hub(String),
+    /// `provider: local` in a build without local-model support.
+    #[error("{}", crate::local::WITHOUT_LOCAL_MODELS)]
+    WithoutLocalModels,
+}
+
+/// Why a probability-weighted (G-Eval) score cannot be computed from a reply's
+/// log-probabilities; the parsed score is reported instead, with this as the `fallback`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WeightedScoreError {
+    /// The provider sent no log-probabilities.
+    #[error("the provider returned no log-probabilities")]
+    NoLogprobs,
+    /// `logprobs.content` is not an array of tokens.
+    #[error("the log-probabilities are not a token list")]
+    NotATokenList,
+    /// The reply's tokens never spell `"score"`.
+    #[error("no `\"score\"` in the tokens")]
+    NoScoreKey,
+    /// Nothing follows `"score"`.
+    #[error("no value after `\"score\"`")]
+    NoScoreValue,
+    /// No token covers the score's first character.
+    #[error("no token at the score")]
+    NoScoreToken,
+    /// The score token lists no alternatives.
+    #[error("the score token has no `top_logprobs`")]
+    NoTopLogprobs,
+    /// None of the alternatives is a score 1 to 5 with a finite probability.
+    #[error("no score 1-5 among the score token's alternatives")]
+    NoScoreAlternative,
+}

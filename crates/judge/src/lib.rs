@@ -69,7 +69,7 @@ pub use client::{
     calls_in_flight, JudgeClient, UsageTotals, ANTHROPIC_TOOL, ANTHROPIC_VERSION, EMBED_BATCH,
     MAX_RETRY_AFTER,
 };
-pub use error::JudgeError;
+pub use error::{JudgeError, ReplyError, SettingsError, WeightedScoreError};
 pub use local::{LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 pub use settings::{JudgeSettings, LocalKind, Prices, Provider, StructuredOutput};

@@ -4,6 +4,7 @@
 //! Built only with the `local-models` feature; without it, [`load`] fails with a message
 //! saying so, and nothing of candle is compiled.
 
+use crate::error::SettingsError;
 use crate::settings::JudgeSettings;
 
 /// Whether this build runs `provider: local` judges (the `local-models` feature).
@@ -61,18 +62,18 @@ mod imp {
 
     /// Checks the `hf://` path `spec` without the network: well formed, and a GGUF file for
     /// `kind: generate`, a model folder for the other kinds.
-    pub(crate) fn check_hub(spec: &str, kind: Option<LocalKind>) -> Result<(), String> {
+    pub(crate) fn check_hub(spec: &str, kind: Option<LocalKind>) -> Result<(), SettingsError> {
         let file = oloproof_local::hub::HubPath::parse(spec)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| SettingsError::Hub(e.to_string()))?
             .file;
         match (kind, file) {
-            (Some(LocalKind::Generate), None) => Err(format!(
+            (Some(LocalKind::Generate), None) => Err(SettingsError::Hub(format!(
                 "`{spec}`: `kind: generate` takes one GGUF file: hf://ORG/NAME[@REVISION]/FILE.gguf"
-            )),
-            (Some(k), Some(_)) if k != LocalKind::Generate => Err(format!(
+            ))),
+            (Some(k), Some(_)) if k != LocalKind::Generate => Err(SettingsError::Hub(format!(
                 "`{spec}`: `kind: {}` takes a model folder, hf://ORG/NAME[@REVISION] (a .gguf file is for `kind: generate`)",
                 k.as_str()
-            )),
+            ))),
             _ => Ok(()),
         }
     }
@@ -82,17 +83,19 @@ mod imp {
     pub(crate) fn resolve_hub(
         spec: &str,
         kind: Option<LocalKind>,
-    ) -> Result<std::path::PathBuf, String> {
+    ) -> Result<std::path::PathBuf, SettingsError> {
         use oloproof_local::hub::{self, HubSettings};
         check_hub(spec, kind)?;
         hub::resolve(spec, &HubSettings::from_env())
             .map(|r| r.path)
-            .map_err(|e| e.to_string())
+            .map_err(|e| SettingsError::Hub(e.to_string()))
     }
 
     /// Loads the model `settings` describe.
     pub(crate) fn load(settings: &JudgeSettings) -> Result<LocalModel, LocalFailure> {
-        let path = settings.local_path().map_err(LocalFailure::Load)?;
+        let path = settings
+            .local_path()
+            .map_err(|e| LocalFailure::Load(e.to_string()))?;
         let load = |e: oloproof_local::LocalError| LocalFailure::Load(e.to_string());
         Ok(match settings.kind {
             Some(LocalKind::Embedding) | None => LocalModel::Embedding(
@@ -205,15 +208,15 @@ mod imp {
     pub(crate) fn check_hub(
         _spec: &str,
         _kind: Option<crate::settings::LocalKind>,
-    ) -> Result<(), String> {
-        Err(WITHOUT_LOCAL_MODELS.into())
+    ) -> Result<(), SettingsError> {
+        Err(SettingsError::WithoutLocalModels)
     }
 
     pub(crate) fn resolve_hub(
         _spec: &str,
         _kind: Option<crate::settings::LocalKind>,
-    ) -> Result<std::path::PathBuf, String> {
-        Err(WITHOUT_LOCAL_MODELS.into())
+    ) -> Result<std::path::PathBuf, SettingsError> {
+        Err(SettingsError::WithoutLocalModels)
     }
 
     impl LocalModel {

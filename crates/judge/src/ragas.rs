@@ -56,7 +56,7 @@ use serde_json::{json, Value};
 
 use crate::cache::{CallRecord, JudgeCache};
 use crate::client::JudgeClient;
-use crate::error::JudgeError;
+use crate::error::{JudgeError, ReplyError, WeightedScoreError};
 use crate::templates::{self, check_ids, flags_by_id, CitedStatement};
 
 /// The result of one judged metric on one case.
@@ -110,7 +110,7 @@ pub type EmbedFn<'a> = &'a dyn Fn(&[String]) -> Result<Vec<Vec<f32>>, JudgeError
 /// Ragas' default number of generated questions for answer relevancy.
 pub const DEFAULT_STRICTNESS: usize = 3;
 
-fn no_check(_: &Value) -> Result<(), String> {
+fn no_check(_: &Value) -> Result<(), ReplyError> {
     Ok(())
 }
 
@@ -798,10 +798,10 @@ pub const TOP_LOGPROBS: u8 = 5;
 /// `logprobs.content` of a reply whose JSON has `"score": N`: the score token's
 /// `top_logprobs` restricted to the tokens `1`…`5`, renormalised. `Err` says why it cannot be
 /// computed (no score token found, no score among the alternatives).
-pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), String> {
+pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), WeightedScoreError> {
     let tokens = logprobs
         .as_array()
-        .ok_or("the log-probabilities are not a token list")?;
+        .ok_or(WeightedScoreError::NotATokenList)?;
     let texts: Vec<&str> = tokens
         .iter()
         .map(|t| t.get("token").and_then(Value::as_str).unwrap_or(""))
@@ -809,13 +809,13 @@ pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), String>
     let text: String = texts.concat();
     let key = text
         .find("\"score\"")
-        .ok_or("no `\"score\"` in the tokens")?;
+        .ok_or(WeightedScoreError::NoScoreKey)?;
     let after = key + "\"score\"".len();
     let digit = text[after..]
         .char_indices()
         .find(|(_, c)| !c.is_whitespace() && *c != ':')
         .map(|(i, _)| after + i)
-        .ok_or("no value after `\"score\"`")?;
+        .ok_or(WeightedScoreError::NoScoreValue)?;
     let mut pos = 0;
     let index = texts
         .iter()
@@ -824,11 +824,11 @@ pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), String>
             pos += t.len();
             start <= digit && digit < pos
         })
-        .ok_or("no token at the score")?;
+        .ok_or(WeightedScoreError::NoScoreToken)?;
     let top = tokens[index]
         .get("top_logprobs")
         .and_then(Value::as_array)
-        .ok_or("the score token has no `top_logprobs`")?;
+        .ok_or(WeightedScoreError::NoTopLogprobs)?;
     let mut probs: Vec<(u8, f64)> = Vec::new();
     for alt in top {
         let token = alt
@@ -848,7 +848,7 @@ pub fn weighted_score(logprobs: &Value) -> Result<(f64, Vec<(u8, f64)>), String>
     }
     let total: f64 = probs.iter().map(|(_, p)| p).sum();
     if !(total > 0.0 && total.is_finite()) {
-        return Err("no score 1-5 among the score token's alternatives".into());
+        return Err(WeightedScoreError::NoScoreAlternative);
     }
     probs.sort_by_key(|(s, _)| *s);
     let probs: Vec<(u8, f64)> = probs.into_iter().map(|(s, p)| (s, p / total)).collect();
@@ -896,7 +896,7 @@ pub fn rubric_judge_with(
         .unwrap_or(0.0);
     let reason = record.parsed.get("reason").cloned();
     let weighted = match &logprobs {
-        None => Err("the provider returned no log-probabilities".to_string()),
+        None => Err(WeightedScoreError::NoLogprobs),
         Some(lp) => weighted_score(lp),
     };
     let (value, detail) = match weighted {

@@ -8,9 +8,11 @@
 
 use serde_json::Value;
 
+use crate::error::ReplyError;
+
 /// Checks `value` against `schema`; the error names the first failing location.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    check(schema, value, "$")
+pub fn validate(schema: &Value, value: &Value) -> Result<(), ReplyError> {
+    check(schema, value, "$").map_err(ReplyError::new)
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -45,6 +47,7 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// [`validate`] at `path`; the message becomes a [`ReplyError`] there.
 fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
     let Some(schema) = schema.as_object() else {
         return Ok(());
@@ -162,7 +165,7 @@ pub fn without_bounds(schema: &Value) -> Value {
 
 /// Parses a judge's text reply as JSON: the whole text, else the text inside a Markdown code
 /// fence, else the span from the first `{` to the last `}`.
-pub fn parse_reply(raw: &str) -> Result<Value, String> {
+pub fn parse_reply(raw: &str) -> Result<Value, ReplyError> {
     let trimmed = raw.trim();
     if let Ok(v) = serde_json::from_str(trimmed) {
         return Ok(v);
@@ -185,7 +188,9 @@ pub fn parse_reply(raw: &str) -> Result<Value, String> {
     }
     match serde_json::from_str::<Value>(trimmed) {
         Ok(v) => Ok(v),
-        Err(e) => Err(format!("the reply is not valid JSON ({e})")),
+        Err(e) => Err(ReplyError::new(format!(
+            "the reply is not valid JSON ({e})"
+        ))),
     }
 }
 
@@ -215,18 +220,26 @@ mod tests {
         let s = schema();
         assert!(validate(&s, &json!({"verdicts": [{"id": 1, "verdict": 0}]})).is_ok());
         assert!(validate(&s, &json!({"verdicts": [{"id": 1.0, "verdict": 1.0}]})).is_ok());
-        let e = validate(&s, &json!({"verdicts": [{"id": 1, "verdict": 2}]})).unwrap_err();
+        let e = validate(&s, &json!({"verdicts": [{"id": 1, "verdict": 2}]}))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("$.verdicts[0].verdict: 2 is not one of"),
             "{e}"
         );
-        let e = validate(&s, &json!({"verdicts": []})).unwrap_err();
+        let e = validate(&s, &json!({"verdicts": []}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at least 1"), "{e}");
-        let e = validate(&s, &json!({"verdicts": [{"id": 1, "verdict": 1}], "x": 1})).unwrap_err();
+        let e = validate(&s, &json!({"verdicts": [{"id": 1, "verdict": 1}], "x": 1}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unexpected property `x`"), "{e}");
-        let e = validate(&s, &json!({})).unwrap_err();
+        let e = validate(&s, &json!({})).unwrap_err().to_string();
         assert!(e.contains("missing required property `verdicts`"), "{e}");
-        let e = validate(&s, &json!({"verdicts": [{"id": "a", "verdict": 1}]})).unwrap_err();
+        let e = validate(&s, &json!({"verdicts": [{"id": "a", "verdict": 1}]}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected integer, got string"), "{e}");
     }
 

@@ -27,6 +27,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::SettingsError;
+
 /// Which wire format the judge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,7 +245,7 @@ impl JudgeSettings {
     /// `hf://ORG/NAME[@REVISION][/FILE.gguf]` path is resolved to the Hugging Face cache,
     /// downloading what it lacks (`oloproof_local::hub`; `HF_ENDPOINT`, `HF_HUB_CACHE`,
     /// `HF_TOKEN`, `HF_HUB_OFFLINE` from the environment).
-    pub fn local_path(&self) -> Result<std::path::PathBuf, String> {
+    pub fn local_path(&self) -> Result<std::path::PathBuf, SettingsError> {
         let spec = self.local_spec()?;
         if spec.starts_with("hf://") {
             return crate::local::resolve_hub(&spec, self.kind);
@@ -255,7 +257,7 @@ impl JudgeSettings {
     /// may not exist), `Ok(None)` for a well-formed `hf://` path of the right form for `kind`
     /// (downloaded only when the model loads), an error for an unset `${VAR}` or a malformed
     /// `hf://` path.
-    pub fn check_local_path(&self) -> Result<Option<std::path::PathBuf>, String> {
+    pub fn check_local_path(&self) -> Result<Option<std::path::PathBuf>, SettingsError> {
         let spec = self.local_spec()?;
         if spec.starts_with("hf://") {
             return crate::local::check_hub(&spec, self.kind).map(|()| None);
@@ -264,7 +266,7 @@ impl JudgeSettings {
     }
 
     /// `path` with each `${VAR}` replaced from the environment.
-    fn local_spec(&self) -> Result<String, String> {
+    fn local_spec(&self) -> Result<String, SettingsError> {
         let raw = self.path.as_deref().unwrap_or("");
         let mut out = String::new();
         let mut rest = raw;
@@ -273,15 +275,11 @@ impl JudgeSettings {
             let after = &rest[start + 2..];
             let end = after
                 .find('}')
-                .ok_or_else(|| format!("`path`: unclosed `${{` in `{raw}`"))?;
+                .ok_or_else(|| SettingsError::UnclosedVariable(raw.to_string()))?;
             let var = &after[..end];
             match std::env::var(var) {
                 Ok(v) if !v.is_empty() => out.push_str(&v),
-                _ => {
-                    return Err(format!(
-                        "`path` uses the environment variable `{var}`, which is not set"
-                    ))
-                }
+                _ => return Err(SettingsError::UnsetVariable(var.to_string())),
             }
             rest = &after[end + 1..];
         }
@@ -290,7 +288,7 @@ impl JudgeSettings {
     }
 
     /// Checks the values serde cannot: non-empty names, positive limits.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         if self.provider == Provider::Local {
             return self.validate_local();
         }
@@ -303,78 +301,102 @@ impl JudgeSettings {
             ("entailment_label", self.entailment_label.is_some()),
         ] {
             if set {
-                return Err(format!("`{key}` {LOCAL_ONLY}"));
+                return Err(SettingsError::Invalid(format!("`{key}` {LOCAL_ONLY}")));
             }
         }
         if self.model.trim().is_empty() {
-            return Err("`model` is empty".into());
+            return Err(SettingsError::Invalid("`model` is empty".into()));
         }
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(format!(
+            return Err(SettingsError::Invalid(format!(
                 "`base_url` must start with http:// or https://, got `{}`",
                 self.base_url
-            ));
+            )));
         }
         if self.max_concurrency == 0 {
-            return Err("`max_concurrency` must be at least 1".into());
+            return Err(SettingsError::Invalid(
+                "`max_concurrency` must be at least 1".into(),
+            ));
         }
         if self.max_tokens == 0 {
-            return Err("`max_tokens` must be at least 1".into());
+            return Err(SettingsError::Invalid(
+                "`max_tokens` must be at least 1".into(),
+            ));
         }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return Err("`timeout_s` must be a positive number".into());
+            return Err(SettingsError::Invalid(
+                "`timeout_s` must be a positive number".into(),
+            ));
         }
         if !(self.temperature.is_finite() && self.temperature >= 0.0) {
-            return Err("`temperature` must be a non-negative number".into());
+            return Err(SettingsError::Invalid(
+                "`temperature` must be a non-negative number".into(),
+            ));
         }
         if let Some(p) = &self.prices {
             if !(p.input_per_mtok >= 0.0 && p.output_per_mtok >= 0.0) {
-                return Err("`prices` must be non-negative".into());
+                return Err(SettingsError::Invalid(
+                    "`prices` must be non-negative".into(),
+                ));
             }
         }
         if let Some(env) = &self.api_key_env {
             if env.trim().is_empty() {
-                return Err("`api_key_env` is empty".into());
+                return Err(SettingsError::Invalid("`api_key_env` is empty".into()));
             }
         }
         Ok(())
     }
 
-    fn validate_local(&self) -> Result<(), String> {
+    fn validate_local(&self) -> Result<(), SettingsError> {
         let Some(kind) = self.kind else {
-            return Err(
+            return Err(SettingsError::Invalid(
                 "`provider: local` needs `kind` (embedding, cross_encoder, nli or generate)".into(),
-            );
+            ));
         };
         match &self.path {
-            None => return Err("`provider: local` needs `path` (the model folder or file)".into()),
-            Some(p) if p.trim().is_empty() => return Err("`path` is empty".into()),
+            None => {
+                return Err(SettingsError::Invalid(
+                    "`provider: local` needs `path` (the model folder or file)".into(),
+                ))
+            }
+            Some(p) if p.trim().is_empty() => {
+                return Err(SettingsError::Invalid("`path` is empty".into()))
+            }
             Some(_) => {}
         }
         if !self.base_url.is_empty() {
-            return Err(
+            return Err(SettingsError::Invalid(
                 "`base_url` is not used by `provider: local` (remove it; `path` names the model)"
                     .into(),
-            );
+            ));
         }
         if self.api_key_env.is_some() {
-            return Err("`api_key_env` is not used by `provider: local`".into());
+            return Err(SettingsError::Invalid(
+                "`api_key_env` is not used by `provider: local`".into(),
+            ));
         }
         if self.threads == Some(0) {
-            return Err("`threads` must be at least 1".into());
+            return Err(SettingsError::Invalid(
+                "`threads` must be at least 1".into(),
+            ));
         }
         if self.batch_size == Some(0) {
-            return Err("`batch_size` must be at least 1".into());
+            return Err(SettingsError::Invalid(
+                "`batch_size` must be at least 1".into(),
+            ));
         }
         if self.max_tokens == 0 {
-            return Err("`max_tokens` must be at least 1".into());
+            return Err(SettingsError::Invalid(
+                "`max_tokens` must be at least 1".into(),
+            ));
         }
         if self.entailment_label.is_some()
             && !matches!(kind, LocalKind::Nli | LocalKind::CrossEncoder)
         {
-            return Err(
+            return Err(SettingsError::Invalid(
                 "`entailment_label` is only for `kind: nli` or `kind: cross_encoder`".into(),
-            );
+            ));
         }
         Ok(())
     }
@@ -405,12 +427,14 @@ mod tests {
         let err = serde_json::from_str::<JudgeSettings>(
             r#"{"provider":"openai","base_url":"http://x","model":"m","top_k":3}"#,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.to_string().contains("top_k"), "{err}");
         let err = serde_json::from_str::<JudgeSettings>(
             r#"{"provider":"localhost","base_url":"http://x","model":"m"}"#,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.to_string().contains("localhost"), "{err}");
     }
 
@@ -425,23 +449,32 @@ mod tests {
         assert!(v.get("base_url").is_none() && v.get("model").is_none());
         let no_kind: JudgeSettings =
             serde_json::from_str(r#"{"provider":"local","path":"m"}"#).unwrap();
-        assert!(no_kind.validate().unwrap_err().contains("needs `kind`"));
+        assert!(no_kind
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs `kind`"));
         let no_path: JudgeSettings =
             serde_json::from_str(r#"{"provider":"local","kind":"nli"}"#).unwrap();
-        assert!(no_path.validate().unwrap_err().contains("needs `path`"));
+        assert!(no_path
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs `path`"));
         let http: JudgeSettings = serde_json::from_str(
             r#"{"provider":"openai","base_url":"http://x/v1","model":"m","path":"p"}"#,
         )
         .unwrap();
         assert_eq!(
             http.validate().unwrap_err(),
-            "`path` is only for `provider: local`"
+            SettingsError::Invalid("`path` is only for `provider: local`".into())
         );
         let mut label = JudgeSettings::local(LocalKind::Embedding, "m");
         label.entailment_label = Some("entailment".into());
         assert!(label
             .validate()
             .unwrap_err()
+            .to_string()
             .contains("only for `kind: nli`"));
         // `${VAR}` in the path comes from the environment.
         let s = JudgeSettings::local(LocalKind::Embedding, "${HOME}/models");
@@ -454,6 +487,7 @@ mod tests {
         assert!(s
             .local_path()
             .unwrap_err()
+            .to_string()
             .contains("OLOPROOF_SURELY_UNSET_VAR"));
     }
 

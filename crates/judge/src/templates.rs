@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use crate::error::ReplyError;
 use crate::request::{JudgeRequest, Message};
 
 /// A template's identity.
@@ -172,25 +173,25 @@ pub fn numbered(items: &[String]) -> String {
 }
 
 /// Checks that `parsed[key]` holds exactly `n` objects whose `id`s are `1..=n`, each once.
-pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), String> {
+pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), ReplyError> {
     let items = parsed
         .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("`{key}` is not an array"))?;
+        .ok_or_else(|| ReplyError::new(format!("`{key}` is not an array")))?;
     let mut seen = vec![false; n];
     for (pos, item) in items.iter().enumerate() {
         let id = item
             .get("id")
             .and_then(Value::as_f64)
-            .ok_or_else(|| format!("{key}[{pos}] has no numeric `id`"))?;
+            .ok_or_else(|| ReplyError::new(format!("{key}[{pos}] has no numeric `id`")))?;
         let idx = id as i64 - 1;
         if id.fract() != 0.0 || idx < 0 || idx as usize >= n {
-            return Err(format!(
+            return Err(ReplyError::new(format!(
                 "{key}[{pos}] has id {id}, but the ids are 1 to {n}"
-            ));
+            )));
         }
         if std::mem::replace(&mut seen[idx as usize], true) {
-            return Err(format!("{key} has id {id} twice"));
+            return Err(ReplyError::new(format!("{key} has id {id} twice")));
         }
     }
     let missing: Vec<String> = seen
@@ -200,7 +201,7 @@ pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), String> {
         .map(|(i, _)| (i + 1).to_string())
         .collect();
     if items.len() != n || !missing.is_empty() {
-        return Err(format!(
+        return Err(ReplyError::new(format!(
             "expected exactly {n} item(s) in `{key}`, one per id 1 to {n}; got {}{}",
             items.len(),
             if missing.is_empty() {
@@ -208,7 +209,7 @@ pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), String> {
             } else {
                 format!(", missing ids {}", missing.join(", "))
             }
-        ));
+        )));
     }
     Ok(())
 }
@@ -493,7 +494,7 @@ Return one JSON object {\"verdicts\": [{\"id\": the claim number, \"reason\": on
 }
 
 /// [`check_ids`] for [`claim_attribution`], plus every chunk number within `1..=chunks`.
-pub fn check_attribution(parsed: &Value, claims: usize, chunks: usize) -> Result<(), String> {
+pub fn check_attribution(parsed: &Value, claims: usize, chunks: usize) -> Result<(), ReplyError> {
     check_ids(parsed, "verdicts", claims)?;
     for (pos, item) in parsed["verdicts"]
         .as_array()
@@ -511,9 +512,9 @@ pub fn check_attribution(parsed: &Value, claims: usize, chunks: usize) -> Result
                 .as_f64()
                 .is_some_and(|f| f.fract() == 0.0 && f >= 1.0 && f <= chunks as f64);
             if !ok {
-                return Err(format!(
+                return Err(ReplyError::new(format!(
                     "verdicts[{pos}].chunks has {c}, but the chunks are numbered 1 to {chunks}"
-                ));
+                )));
             }
         }
     }
@@ -582,15 +583,17 @@ mod tests {
         assert!(check_ids(&ok, "verdicts", 2).is_ok());
         assert!(flags_by_id(&ok, "verdicts", "verdict", 2)[1].0);
         let short = json!({"verdicts": [{"id": 1, "reason": "", "verdict": 1}]});
-        let e = check_ids(&short, "verdicts", 2).unwrap_err();
+        let e = check_ids(&short, "verdicts", 2).unwrap_err().to_string();
         assert!(e.contains("missing ids 2"), "{e}");
         let dup = json!({"verdicts": [{"id": 1, "reason": "", "verdict": 1}, {"id": 1, "reason": "", "verdict": 1}]});
         assert!(check_ids(&dup, "verdicts", 2)
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         let out = json!({"verdicts": [{"id": 3, "reason": "", "verdict": 1}]});
         assert!(check_ids(&out, "verdicts", 1)
             .unwrap_err()
+            .to_string()
             .contains("ids are 1 to 1"));
     }
 
@@ -617,6 +620,7 @@ mod tests {
         let bad = json!({"verdicts": [{"id": 1, "reason": "", "chunks": [3]}]});
         assert!(check_attribution(&bad, 1, 2)
             .unwrap_err()
+            .to_string()
             .contains("1 to 2"));
         for t in ALL {
             assert!(t.version >= 1 && !t.id.is_empty());

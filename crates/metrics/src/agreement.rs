@@ -57,14 +57,18 @@ pub enum KappaWeights {
 }
 
 impl std::str::FromStr for KappaWeights {
-    type Err = String;
+    type Err = crate::error::UnknownWord;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "none" | "" => Ok(KappaWeights::None),
             "linear" => Ok(KappaWeights::Linear),
             "quadratic" => Ok(KappaWeights::Quadratic),
-            _ => Err(format!("weights `{s}`: expected linear, quadratic or none")),
+            _ => Err(crate::error::UnknownWord {
+                what: "weights",
+                value: s.to_string(),
+                expected: "linear, quadratic or none",
+            }),
         }
     }
 }
@@ -142,17 +146,19 @@ pub enum Level {
 }
 
 impl std::str::FromStr for Level {
-    type Err = String;
+    type Err = crate::error::UnknownWord;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "nominal" => Ok(Level::Nominal),
             "ordinal" => Ok(Level::Ordinal),
             "interval" => Ok(Level::Interval),
             "ratio" => Ok(Level::Ratio),
-            _ => Err(format!(
-                "level `{s}`: expected nominal, ordinal, interval or ratio"
-            )),
+            _ => Err(crate::error::UnknownWord {
+                what: "level",
+                value: s.to_string(),
+                expected: "nominal, ordinal, interval or ratio",
+            }),
         }
     }
 }

@@ -48,6 +48,7 @@ pub mod agreement;
 pub mod batch;
 pub mod calibration;
 pub mod classify;
+pub mod error;
 pub mod fusion;
 pub mod ingest;
 pub mod ontology;

@@ -122,3 +122,13 @@ mod tests {
         assert!(!StatsError::NoResamples.is_insufficient_data());
     }
 }
+
+/// A quantile method name that is not one of [`QuantileMethod::ALL`](crate::quantile::QuantileMethod::ALL).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown quantile method `{name}`: expected one of {expected}")]
+pub struct UnknownQuantileMethod {
+    /// The name as given.
+    pub name: String,
+    /// The known names, comma-separated.
+    pub expected: String,
+}

@@ -62,7 +62,7 @@ mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
 pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
-pub use error::StatsError;
+pub use error::{StatsError, UnknownQuantileMethod};
 pub use grouped_bootstrap::{percentile_bootstrap_mean_grouped, MAX_GROUPED_LEVELS};
 pub use interval::Interval;
 pub use multiple::holm;

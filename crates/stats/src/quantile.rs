@@ -106,18 +106,18 @@ impl QuantileMethod {
 }
 
 impl std::str::FromStr for QuantileMethod {
-    type Err = String;
+    type Err = crate::error::UnknownQuantileMethod;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         QuantileMethod::ALL
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = QuantileMethod::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown quantile method `{s}`: expected one of {}",
-                    names.join(", ")
-                )
+                crate::error::UnknownQuantileMethod {
+                    name: s.to_string(),
+                    expected: names.join(", "),
+                }
             })
     }
 }

@@ -56,7 +56,7 @@ fn documents(trace: &Trace) -> Vec<(Vec<String>, String)> {
                     let p = &p.passage;
                     let mut ids = vec![p.doc_id.clone()];
                     ids.extend(p.chunk_id.clone());
-                    let text = p.text.clone().unwrap_or_default();
+                    let text = p.text.clone().unwrap_or_default(); // a passage without text
                     let title = p
                         .metadata
                         .as_ref()
@@ -70,7 +70,7 @@ fn documents(trace: &Trace) -> Vec<(Vec<String>, String)> {
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default() // no context: no passages
 }
 
 /// The answer's sentences with their citations (see the module docs).

@@ -379,7 +379,7 @@ impl Judged {
                     .filter_map(|p| p.passage.text.clone())
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default(); // no context: no passages
         let input = JudgedInput {
             trace,
             sample: Sample {
@@ -499,7 +499,7 @@ impl Judged {
                     Verdict::Missing {
                         error: format!(
                             "judge {}: {}: {e}",
-                            judge_name.unwrap_or_default(),
+                            judge_name.unwrap_or_default(), // the error names the judge too
                             e.kind()
                         ),
                     },
@@ -516,7 +516,7 @@ impl Judged {
 pub(crate) fn estimate_calls(case: &Case, max_calls: (u32, u32), repeats: u64) -> CallEstimate {
     let (calls, embeds) = max_calls;
     let question = question_of(case);
-    let answer = reference_of(case).unwrap_or_default();
+    let answer = reference_of(case).unwrap_or_default(); // an estimate: no reference, no text
     let contexts: Vec<String> = case
         .expected
         .gold_context
@@ -553,5 +553,5 @@ pub(crate) fn cited_sources(trace: &Trace) -> Vec<String> {
                 .filter_map(|p| p.passage.text.clone())
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default() // no context: no passages
 }

@@ -221,6 +221,7 @@ impl Evaluator for Ranking {
 /// `Some(Some(n))` found at `n`, `Some(None)` labelled but not retrieved, `None` not applicable.
 pub fn best_relevant_position(case: &Case, trace: &Trace) -> Option<Option<usize>> {
     let retrieval = trace.retrieval.as_ref()?;
+    // A case the ranking cannot be judged for (no relevance labels) is not applicable.
     judge_ranking(case, retrieval, RelevanceUnit::Document)
         .ok()
         .map(|j| j.best_position)

@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{CallEstimate, EntryParser, Evaluator, EvaluatorSpec, SummaryKind};
+use crate::error::RubrexError;
 use crate::judged::JudgeEnv;
 
 /// Options of `evidence_coverage` (Rubrex).
@@ -340,12 +341,12 @@ pub fn observed_behavior(
     trace: &Trace,
     abstain_patterns: Option<&[String]>,
     clarify_patterns: Option<&[String]>,
-) -> Result<(Behavior, Value), String> {
+) -> Result<(Behavior, Value), RubrexError> {
     if let Some(b) = trace.declared_behavior()? {
         return Ok((b, json!({"behavior": b.as_str(), "declared": true})));
     }
     let Some(answer) = trace.answer() else {
-        return Err("the system's output has no `answer` and declares no `behavior`".into());
+        return Err(RubrexError::NoAnswerNorBehavior);
     };
     let abstain = match abstain_patterns {
         Some(p) => find_phrase(answer, p),
@@ -389,7 +390,21 @@ fn passage_named<'a>(passages: &[&'a Passage], id: &str) -> Option<&'a Passage> 
         .find(|p| p.doc_id == id || p.chunk_id.as_deref() == Some(id))
 }
 
+/// The passages of [`context_passages`], with an error for the first one whose status is not
+/// a known word (a system's passages are not checked when they are retrieved).
+fn checked_context(trace: &Trace) -> Result<Vec<&Passage>, RubrexError> {
+    let passages = context_passages(trace);
+    for p in &passages {
+        p.status().map_err(|source| RubrexError::EvidenceStatus {
+            doc_id: p.doc_id.clone(),
+            source,
+        })?;
+    }
+    Ok(passages)
+}
+
 fn status(p: &Passage) -> EvidenceStatus {
+    // Every caller took `p` from `checked_context`, which rejects a bad status.
     p.status().unwrap_or_default()
 }
 
@@ -418,21 +433,20 @@ struct Support {
 }
 
 /// Claim support from the record's annotations, if it has any.
-fn annotated_support(trace: &Trace) -> Option<Support> {
+fn annotated_support(trace: &Trace, passages: &[&Passage]) -> Option<Support> {
     let annotations = trace.claims.as_ref()?;
-    let passages = context_passages(trace);
     let mut claims = Vec::new();
     let mut rows = Vec::new();
     for a in annotations {
         let found: Vec<&Passage> = a
             .supported_by
             .iter()
-            .filter_map(|id| passage_named(&passages, id))
+            .filter_map(|id| passage_named(passages, id))
             .collect();
         let outside: Vec<&String> = a
             .supported_by
             .iter()
-            .filter(|id| passage_named(&passages, id).is_none())
+            .filter(|id| passage_named(passages, id).is_none())
             .collect();
         let c = ClaimSupport {
             claim: a.claim.clone(),
@@ -461,13 +475,14 @@ fn judged_flags(detail: &Value) -> Vec<(String, bool)> {
                 .iter()
                 .map(|c| {
                     (
+                        // The detail is faithfulness's own output: a claim is always text.
                         c["claim"].as_str().unwrap_or_default().to_string(),
                         c["verdict"].as_u64() == Some(1),
                     )
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default() // no claims in the detail: none to flag
 }
 
 /// Claim support from the judge: `faithfulness` against the context, and against its current
@@ -476,17 +491,15 @@ fn judged_support(
     judge: &str,
     case: &Case,
     trace: &Trace,
+    passages: &[&Passage],
     env: &JudgeEnv<'_>,
-) -> Result<Support, String> {
+) -> Result<Support, RubrexError> {
     let client = env
         .judges
         .client(judge)
-        .ok_or_else(|| format!("no judge named `{judge}`"))?;
-    let answer = trace
-        .answer()
-        .ok_or("the system's output has no `answer`")?;
+        .ok_or_else(|| RubrexError::UnknownJudge(judge.to_string()))?;
+    let answer = trace.answer().ok_or(RubrexError::NoAnswer)?;
     let question = crate::judged::question_of(case);
-    let passages = context_passages(trace);
     let texts = |keep: &dyn Fn(&Passage) -> bool| -> Vec<String> {
         passages
             .iter()
@@ -496,7 +509,7 @@ fn judged_support(
     };
     let all = texts(&|_| true);
     let current = texts(&|p| status(p) == EvidenceStatus::Current);
-    let sample = |contexts: &[String]| -> Result<ragas::JudgedScore, String> {
+    let sample = |contexts: &[String]| -> Result<ragas::JudgedScore, RubrexError> {
         ragas::faithfulness(
             client,
             env.cache,
@@ -508,7 +521,10 @@ fn judged_support(
             },
             0,
         )
-        .map_err(|e| format!("judge `{judge}`: {e}"))
+        .map_err(|source| RubrexError::Judge {
+            judge: judge.to_string(),
+            source,
+        })
     };
     let whole = sample(&all)?;
     let mut calls = whole.calls.clone();
@@ -555,16 +571,15 @@ fn support(
     case: &Case,
     trace: &Trace,
     env: Option<&JudgeEnv<'_>>,
-) -> Result<Support, String> {
-    if let Some(s) = annotated_support(trace) {
+) -> Result<Support, RubrexError> {
+    let passages = checked_context(trace)?;
+    if let Some(s) = annotated_support(trace, &passages) {
         return Ok(s);
     }
     match (&o.judge, env) {
-        (Some(judge), Some(env)) => judged_support(judge, case, trace, env),
-        (Some(_), None) => Err("no judges are configured for this evaluation".into()),
-        (None, _) => {
-            Err("the record has no `claims` annotations and the evaluator has no `judge:`".into())
-        }
+        (Some(judge), Some(env)) => judged_support(judge, case, trace, &passages, env),
+        (Some(_), None) => Err(RubrexError::NoJudges),
+        (None, _) => Err(RubrexError::NoSupport),
     }
 }
 
@@ -576,7 +591,8 @@ fn behavior_of(
     if trace.error.is_some() || trace.generation.is_none() {
         return Err(stage_missing(trace, "the generation"));
     }
-    observed_behavior(trace, abstain.as_deref(), clarify.as_deref()).map_err(missing)
+    observed_behavior(trace, abstain.as_deref(), clarify.as_deref())
+        .map_err(|e| missing(e.to_string()))
 }
 
 /// `context_support` (and, with `stale`, `stale_evidence`).
@@ -596,7 +612,7 @@ fn context_support(
     }
     let s = match support(o, case, trace, env) {
         Ok(s) => s,
-        Err(e) => return missing(e),
+        Err(e) => return missing(e.to_string()),
     };
     let mut detail = s.detail;
     if s.claims.is_empty() {
@@ -647,6 +663,7 @@ fn task_acceptance(
         Ok(b) => b,
         Err(out) => return out,
     };
+    // A case that states no behaviour expects an answer (the documented default).
     let expected = case.expected.behavior.unwrap_or_default();
     if expected != Behavior::Answer {
         return (
@@ -668,7 +685,10 @@ fn task_acceptance(
         return missing("the system's output has no `answer`");
     };
     let correct = refs.iter().any(|r| text::contains(answer, r));
-    let passages = context_passages(trace);
+    let passages = match checked_context(trace) {
+        Ok(p) => p,
+        Err(e) => return missing(e.to_string()),
+    };
     let cited = trace.citations();
     let invalid: Vec<&String> = cited
         .iter()
@@ -705,7 +725,7 @@ fn task_acceptance(
     let support = if failed.is_empty() || trace.claims.is_some() {
         match support(o, case, trace, env) {
             Ok(s) => Some(s),
-            Err(e) => return missing(e),
+            Err(e) => return missing(e.to_string()),
         }
     } else {
         None
@@ -728,6 +748,7 @@ fn abstention(o: &AbstentionOptions, case: &Case, trace: &Trace) -> Outcome {
         Ok(b) => b,
         Err(out) => return out,
     };
+    // A case that states no behaviour expects an answer (the documented default).
     let expected = case.expected.behavior.unwrap_or_default();
     let detail = json!({"expected": expected.as_str(), "observed": how});
     match o.measure {
@@ -857,6 +878,37 @@ mod tests {
         match eval(s, &unannotated).verdict {
             Verdict::Missing { error } => assert!(error.contains("no `claims`"), "{error}"),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_passage_with_an_unknown_status_is_missing_not_current() {
+        // A live system's passages are not checked when retrieved: a typo in `status` must
+        // not make an archived passage count as current.
+        let rec = record(
+            GOLD,
+            &[CURRENT],
+            r#","answer":"Within 14 days.","citations":["refund-current"],"claims":[{"claim":"Refunds within 14 days","supported_by":["refund-current"]}]"#,
+        );
+        let mut r = parse_dataset("t.jsonl", &rec, None)
+            .unwrap()
+            .records
+            .remove(0);
+        let stale = json!({"status": "stale"}).as_object().cloned();
+        r.trace.retrieval.as_mut().unwrap().candidates[0].metadata = stale.clone();
+        if let Some(c) = r.trace.context.as_mut() {
+            c.passages[0].passage.metadata = stale;
+        }
+        for ty in ["context_support", "task_acceptance"] {
+            let o = super::super::from_json(&json!({ "type": ty })).unwrap();
+            match o.evaluate(&r.case, &r.trace, None).verdict {
+                Verdict::Missing { error } => assert_eq!(
+                    error,
+                    "passage `refund-current`: unknown status `stale`: expected one of current, archived",
+                    "{ty}"
+                ),
+                other => panic!("{ty}: {other:?}"),
+            }
         }
     }
 

@@ -129,15 +129,16 @@ pub(crate) fn metrics() -> Vec<MetricSpec> {
     ]
 }
 
-fn option<T: std::str::FromStr<Err = String>>(
-    input: &MetricInput,
-    name: &str,
-) -> Result<Option<T>, MetricError> {
+fn option<T>(input: &MetricInput, name: &str) -> Result<Option<T>, MetricError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
     input
         .option(name)
         .map(|v| {
             v.parse()
-                .map_err(|e: String| MetricError::usage(format!("--{name}: {e}")))
+                .map_err(|e: T::Err| MetricError::usage(format!("--{name}: {e}")))
         })
         .transpose()
 }

@@ -41,14 +41,18 @@ impl ZeroDivision {
 }
 
 impl std::str::FromStr for ZeroDivision {
-    type Err = String;
+    type Err = crate::error::UnknownWord;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "0" | "warn" => Ok(ZeroDivision::Zero),
             "1" => Ok(ZeroDivision::One),
             "nan" | "none" | "undefined" => Ok(ZeroDivision::Undefined),
-            _ => Err(format!("zero division `{s}`: expected 0, 1 or nan")),
+            _ => Err(crate::error::UnknownWord {
+                what: "zero division",
+                value: s.to_string(),
+                expected: "0, 1 or nan",
+            }),
         }
     }
 }

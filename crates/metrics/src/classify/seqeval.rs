@@ -68,9 +68,9 @@ pub enum Scheme {
 }
 
 impl std::str::FromStr for Scheme {
-    type Err = String;
+    type Err = crate::error::UnknownWord;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(match s.to_ascii_uppercase().as_str() {
             "IOB1" => Scheme::Iob1,
             "IOB2" | "BIO" => Scheme::Iob2,
@@ -79,9 +79,11 @@ impl std::str::FromStr for Scheme {
             "IOBES" => Scheme::Iobes,
             "BILOU" => Scheme::Bilou,
             _ => {
-                return Err(format!(
-                    "unknown scheme `{s}`: expected IOB1, IOB2, IOE1, IOE2, IOBES or BILOU"
-                ))
+                return Err(crate::error::UnknownWord {
+                    what: "unknown scheme",
+                    value: s.to_string(),
+                    expected: "IOB1, IOB2, IOE1, IOE2, IOBES or BILOU",
+                })
             }
         })
     }
