@@ -12,7 +12,7 @@
 //! rendered messages, sampling, repeat; `oloproof_judge::JudgeClient`).
 
 use oloproof_core::case::Case;
-use oloproof_core::identity::content_hash;
+use oloproof_core::identity::{canonical_json, content_hash, sha256_hex};
 use oloproof_core::settings::SystemSettings;
 use oloproof_core::trace::Trace;
 use serde_json::{json, Value};
@@ -68,9 +68,11 @@ pub(crate) fn trace_content(trace: &Trace) -> String {
     }))
 }
 
-/// The judgment cache key of evaluator `e` on one executed case: sha256 of the evaluator's
-/// options, the identities of the judges it calls, the case's id and expectations, the
-/// execution key and the trace's [`trace_content`].
+/// The judgment cache key of evaluator `e` on one executed case: sha256 of the canonical JSON
+/// of `{layer, evaluator: its identity, judges: its judges' identities, case: {id, expected},
+/// execution: the execution key, content: the trace's [`trace_content`]}`. A run computes the
+/// same keys through [`JudgmentKeys`], which writes that JSON once per case instead of once per
+/// evaluator.
 pub(crate) fn judgment_key(
     e: &dyn Evaluator,
     judges: &crate::judged::JudgeRegistry,
@@ -78,14 +80,113 @@ pub(crate) fn judgment_key(
     case: &Case,
     content: &str,
 ) -> String {
-    let identities: Vec<serde_json::Value> =
-        e.judge_names().iter().map(|n| judges.identity(n)).collect();
-    content_hash(&json!({
-        "layer": layer::JUDGMENT,
-        "evaluator": e.identity(),
-        "judges": identities,
-        "case": {"id": case.id, "expected": case.expected},
-        "execution": exec,
-        "content": content,
-    }))
+    JudgmentKeys::new([e], judges)
+        .for_case(case, exec, content)
+        .remove(0)
+}
+
+/// The judgment keys of a run's evaluators ([`judgment_key`]), with what does not depend on
+/// the case (each evaluator's identity and its judges' identities, in canonical JSON) computed
+/// once per run. The canonical JSON of the key's object is written by splicing the parts in
+/// sorted key order (`case`, `content`, `evaluator`, `execution`, `judges`, `layer`), so the
+/// keys are exactly [`content_hash`] of that object.
+pub(crate) struct JudgmentKeys {
+    /// Per evaluator: the canonical JSON of its identity and of its judges' identities.
+    evaluators: Vec<(String, String)>,
+}
+
+impl JudgmentKeys {
+    /// The keys of `evaluators`, whose judges are in `judges`.
+    pub(crate) fn new<'e>(
+        evaluators: impl IntoIterator<Item = &'e dyn Evaluator>,
+        judges: &crate::judged::JudgeRegistry,
+    ) -> Self {
+        let evaluators = evaluators
+            .into_iter()
+            .map(|e| {
+                let identities: Vec<Value> =
+                    e.judge_names().iter().map(|n| judges.identity(n)).collect();
+                (
+                    canonical_json(&e.identity().to_value()),
+                    canonical_json(&Value::Array(identities)),
+                )
+            })
+            .collect();
+        JudgmentKeys { evaluators }
+    }
+
+    /// The key of every evaluator, in order, on one executed case.
+    pub(crate) fn for_case(&self, case: &Case, exec: &str, content: &str) -> Vec<String> {
+        let case_json = canonical_json(&json!({"id": case.id, "expected": case.expected}));
+        let content_json = Value::String(content.to_string()).to_string();
+        let exec_json = Value::String(exec.to_string()).to_string();
+        let mut text = String::new();
+        self.evaluators
+            .iter()
+            .map(|(evaluator, judges)| {
+                text.clear();
+                text.push_str("{\"case\":");
+                text.push_str(&case_json);
+                text.push_str(",\"content\":");
+                text.push_str(&content_json);
+                text.push_str(",\"evaluator\":");
+                text.push_str(evaluator);
+                text.push_str(",\"execution\":");
+                text.push_str(&exec_json);
+                text.push_str(",\"judges\":");
+                text.push_str(judges);
+                text.push_str(",\"layer\":");
+                text.push_str(&Value::String(layer::JUDGMENT.to_string()).to_string());
+                text.push('}');
+                sha256_hex(text.as_bytes())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spliced keys are the content hash of the key's object, so every judgment cached
+    /// before they were spliced is still found.
+    #[test]
+    fn spliced_judgment_keys_are_the_content_hash_of_the_object() {
+        let case: Case = serde_json::from_value(json!({
+            "id": "c\"1",
+            "input": {"question": "q"},
+            "expected": {"answer": "é \u{1f600}", "relevant": [{"doc_id": "d", "grade": 2}]},
+        }))
+        .unwrap();
+        let judges: std::collections::BTreeMap<String, Value> = serde_json::from_value(json!({
+            "j": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+        }))
+        .unwrap();
+        let registry = crate::judged::JudgeRegistry::from_options(&judges).unwrap();
+        for entry in [
+            json!({"type": "contains"}),
+            json!({"type": "ndcg", "k": 3}),
+            json!({"type": "faithfulness", "judge": "j", "repeats": 2}),
+        ] {
+            let e = crate::evaluators::from_json(&entry).unwrap();
+            let identities: Vec<Value> = e
+                .judge_names()
+                .iter()
+                .map(|n| registry.identity(n))
+                .collect();
+            let expected = content_hash(&json!({
+                "layer": layer::JUDGMENT,
+                "evaluator": e.identity(),
+                "judges": identities,
+                "case": {"id": case.id, "expected": case.expected},
+                "execution": "exec\\key",
+                "content": "content",
+            }));
+            assert_eq!(
+                judgment_key(e.as_ref(), &registry, "exec\\key", &case, "content"),
+                expected,
+                "{entry}"
+            );
+        }
+    }
 }

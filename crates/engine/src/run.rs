@@ -28,7 +28,7 @@ use serde_json::json;
 
 use crate::evaluators::{build_all, Evaluator};
 use crate::execute::{execute_case, CacheReader, ConnectionSource};
-use crate::keys::{execution_key, judgment_key, layer, trace_content, CacheWrite};
+use crate::keys::{execution_key, layer, trace_content, CacheWrite, JudgmentKeys};
 use crate::settings::{connector_spec, timeout, worker_count};
 use crate::summary::{mark_calls_cached, slice_value, summarize, CaseOutcome, SummaryInputs};
 use crate::EngineError;
@@ -435,6 +435,7 @@ struct Finished {
 #[allow(clippy::too_many_arguments)]
 fn judge(
     evaluators: &[Box<dyn Evaluator>],
+    keys: &JudgmentKeys,
     system: &SystemSettings,
     case: &Case,
     trace: &Trace,
@@ -444,15 +445,19 @@ fn judge(
     writes: &mut Vec<CacheWrite>,
     counts: &mut HitMiss,
 ) -> Vec<CriterionVerdict> {
+    if trace.error.is_some() {
+        // A failed case is judged (every criterion missing or excluded), never cached.
+        return evaluators
+            .iter()
+            .map(|e| e.evaluate(case, trace, Some(env)))
+            .collect();
+    }
     let exec = execution_key(system, case);
     let content = trace_content(trace);
     evaluators
         .iter()
-        .map(|e| {
-            if trace.error.is_some() {
-                return e.evaluate(case, trace, Some(env));
-            }
-            let key = judgment_key(e.as_ref(), env.judges, &exec, case, &content);
+        .zip(keys.for_case(case, &exec, &content))
+        .map(|(e, key)| {
             if let Some(v) = cache
                 .get(layer::JUDGMENT, &key)
                 .and_then(|s| serde_json::from_str::<CriterionVerdict>(&s).ok())
@@ -585,6 +590,7 @@ impl RunPlan {
         let total = store.run(run_id)?.case_count as u64;
         observer.started(run_id, total, claimed.len() as u64);
         let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
+        let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
         let mut jobs = Vec::with_capacity(claimed.len());
         for row in &claimed {
             let case: Case =
@@ -645,6 +651,16 @@ impl RunPlan {
                             if store_failed.load(std::sync::atomic::Ordering::Relaxed) {
                                 break;
                             }
+                            // One read transaction for all of this case's cache lookups;
+                            // without one each lookup reads on its own, as before.
+                            let _snapshot =
+                                reader.as_ref().and_then(|r| match r.read_snapshot() {
+                                    Ok(s) => Some(s),
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "cache lookups without a read snapshot");
+                                        None
+                                    }
+                                });
                             let (trace, mut writes) = execute_case(
                                 &settings.system,
                                 &case,
@@ -660,6 +676,7 @@ impl RunPlan {
                             let mut judgment = HitMiss::default();
                             let verdicts = judge(
                                 evaluators,
+                                judgment_keys,
                                 &settings.system,
                                 &case,
                                 &trace,
