@@ -42,10 +42,12 @@ use oloproof_core::settings::{Intervention, RunSettings};
 use oloproof_core::summary::CacheCounts;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
-use oloproof_store::{NewRun, SqliteStore};
+use oloproof_store::SqliteStore;
 
 use crate::evaluators::judge_ranking;
-use crate::run::{execute_pending, require_pass_fail, shim, EngineEvaluators, RunObserver};
+use crate::run::{
+    require_pass_fail, shim, EngineEvaluators, Recorded, RunObserver, RunOrigin, RunPlan,
+};
 use crate::settings::connector_spec;
 use crate::EngineError;
 
@@ -68,46 +70,30 @@ pub(crate) fn run_child(
     recorded: &HashMap<String, Retrieval>,
     observer: &mut dyn RunObserver,
 ) -> Result<(String, CacheCounts), EngineError> {
-    let recorded = &crate::run::Recorded {
-        retrievals: recorded.clone(),
-        traces: HashMap::new(),
-    };
-    let run_id = format!("run_{}", ulid::Ulid::new());
-    let rows: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
-        .collect::<Result<_, serde_json::Error>>()
-        .map_err(|source| EngineError::Corrupt {
-            what: "a case".into(),
-            source,
-        })?;
-    let settings_json =
-        serde_json::to_string(&settings).map_err(|source| EngineError::Corrupt {
-            what: "settings".into(),
-            source,
-        })?;
-    store.create_run(&NewRun {
-        id: &run_id,
-        config_path: &parent.record.config_path,
-        settings_json: &settings_json,
-        identity: &settings.identity(),
-        system_json: &parent.record.system_json,
-        parent: Some(&parent.record.id),
-        cases: &rows,
-    })?;
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
-    let outcome = execute_pending(
+    let plan = RunPlan {
+        settings,
+        connector: Some(options),
+        first: None,
+        recorded: Recorded {
+            retrievals: recorded.clone(),
+            traces: HashMap::new(),
+        },
+        max_error_rate: 1.0,
+        max_cost: None,
+    };
+    let outcome = plan.start(
         store,
         store_path,
-        &run_id,
-        &settings,
-        Some(options),
-        None,
-        1.0,
-        recorded,
-        None,
+        cases.iter().copied(),
+        RunOrigin {
+            config_path: &parent.record.config_path,
+            system_json: &parent.record.system_json,
+            parent: Some(&parent.record.id),
+        },
         observer,
     )?;
+    let run_id = outcome.run_id;
     Ok((run_id, outcome.summary.cache))
 }
 

@@ -18,9 +18,9 @@ use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::evaluators::{build_all, Evaluator};
-use crate::execute::{execution_key, layer, CacheReader};
+use crate::execute::CacheReader;
 use crate::judged::JudgeRegistry;
-use crate::run::{judgment_key, trace_content};
+use crate::keys::{execution_key, judgment_key, layer, trace_content};
 use crate::settings::{RunSettings, SystemSettings};
 use crate::EngineError;
 

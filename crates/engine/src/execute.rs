@@ -1,11 +1,5 @@
-//! One case through the staged system, behind the content-addressed caches.
-//!
-//! Keys (sha256 of canonical JSON):
-//! - `retrieve`: system name, version, `index_version`, `depth` and the input — not `top_k`,
-//!   not the budget, so changing those re-uses every retrieval;
-//! - `generate`: the system identity, the input and the assembled context;
-//! - `execution`: the whole effective system settings and the input (the case's full result);
-//! - `judgment`: the evaluator's options, the case's expectations and the execution.
+//! One case through the staged system, behind the content-addressed caches (their keys are
+//! in [`crate::keys`]).
 //!
 //! Errors are never cached: a case that failed runs again next time.
 
@@ -13,53 +7,16 @@ use std::time::Instant;
 
 use oloproof_core::case::Case;
 use oloproof_core::context::{assemble, within_top_k};
-use oloproof_core::identity::content_hash;
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_store::SqliteStore;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::keys::{execution_key, generation_key, retrieval_key};
+pub use crate::keys::{layer, CacheWrite};
 
 use oloproof_core::passage::Retrieval;
 use oloproof_core::settings::{Intervention, SystemSettings};
-
-/// Cache layer names.
-pub mod layer {
-    /// A case's whole execution.
-    pub const EXECUTION: &str = "execution";
-    /// The retrieval stage.
-    pub const RETRIEVE: &str = "retrieve";
-    /// The generation stage.
-    pub const GENERATE: &str = "generate";
-    /// One evaluator on one execution.
-    pub const JUDGMENT: &str = "judgment";
-}
-
-/// A cache entry to write with the case.
-pub type CacheWrite = (String, String, String);
-
-/// Cache key of a case's execution.
-pub fn execution_key(system: &SystemSettings, case: &Case) -> String {
-    content_hash(
-        &json!({"layer": layer::EXECUTION, "system": system.execution_identity(), "input": case.input}),
-    )
-}
-
-/// Cache key of a retrieval.
-pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
-    content_hash(
-        &json!({"layer": layer::RETRIEVE, "system": system.retrieval_identity(), "input": case.input}),
-    )
-}
-
-/// Cache key of a generation.
-pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> String {
-    content_hash(&json!({
-        "layer": layer::GENERATE,
-        "system": system.generation_identity(),
-        "input": case.input,
-        "context": context,
-    }))
-}
 
 /// Where cache lookups go; `None` when caches are bypassed.
 pub struct CacheReader<'a> {
@@ -382,6 +339,7 @@ fn retrieve(
 mod tests {
     use super::*;
     use oloproof_core::case::parse_cases;
+    use serde_json::json;
 
     fn system() -> SystemSettings {
         SystemSettings {

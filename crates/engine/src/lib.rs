@@ -59,6 +59,7 @@ pub mod gate;
 pub mod generate;
 pub mod history;
 pub mod judged;
+pub mod keys;
 pub mod position;
 pub mod project;
 pub mod recorded;

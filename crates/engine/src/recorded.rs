@@ -2,7 +2,7 @@
 //!
 //! Each record of a [`Dataset`] already holds what the system did; the run is an ordinary
 //! stored run whose executions are the recorded traces. The pool, the judges, the judgment cache
-//! and the group commit are those of [`crate::run`]: [`execute_pending`] is given no connector
+//! and the group commit are those of [`crate::run`]: the run's plan is given no connector
 //! and the traces by case id, which [`crate::execute::execute_case`] returns as they are (the
 //! execution cache is neither read nor written). The settings record the dataset
 //! (`{path, format, sha256}`) instead of a system; the system identity shown in summaries is the
@@ -12,10 +12,10 @@ use std::path::PathBuf;
 
 use oloproof_core::config::ProjectConfig;
 use oloproof_core::dataset::Dataset;
-use oloproof_store::{NewRun, SqliteStore};
+use oloproof_store::SqliteStore;
 use serde_json::json;
 
-use crate::run::{execute_pending, Recorded, RunFlags, RunObserver, RunOutcome};
+use crate::run::{Recorded, RunFlags, RunObserver, RunOrigin, RunOutcome, RunPlan};
 use crate::settings::{worker_count, DEFAULT_TIMEOUT_S};
 use crate::EngineError;
 use oloproof_core::settings::{DatasetSettings, RunSettings, SystemSettings};
@@ -73,54 +73,41 @@ pub fn start_recorded_run(
             sha256: records.sha256.clone(),
         }),
     };
-    let run_id = format!("run_{}", ulid::Ulid::new());
-    let corrupt = |what: &str| {
-        let what = what.to_string();
-        move |source| EngineError::Corrupt { what, source }
-    };
-    let case_rows: Vec<(String, String)> = records
-        .records
-        .iter()
-        .map(|r| Ok((r.case.id.clone(), serde_json::to_string(&r.case)?)))
-        .collect::<Result<_, serde_json::Error>>()
-        .map_err(corrupt("a case"))?;
-    let settings_json = serde_json::to_string(&settings).map_err(corrupt("settings"))?;
     let system_json = serde_json::to_string(&json!({
         "name": settings.system.name,
         "version": settings.system.version,
         "dataset": settings.dataset,
     }))
-    .map_err(corrupt("the dataset identity"))?;
-    store.create_run(&NewRun {
-        id: &run_id,
-        config_path: &config.path.display().to_string(),
-        settings_json: &settings_json,
-        identity: &settings.identity(),
-        system_json: &system_json,
-        parent: None,
-        cases: &case_rows,
+    .map_err(|source| EngineError::Corrupt {
+        what: "the dataset identity".into(),
+        source,
     })?;
-    let recorded = Recorded {
-        retrievals: Default::default(),
-        traces: records
-            .records
-            .iter()
-            .map(|r| (r.case.id.clone(), r.trace.clone()))
-            .collect(),
+    let plan = RunPlan {
+        max_error_rate: flags
+            .max_error_rate
+            .unwrap_or(config.options.max_error_rate),
+        max_cost: flags.max_cost,
+        settings,
+        connector: None,
+        first: None,
+        recorded: Recorded {
+            retrievals: Default::default(),
+            traces: records
+                .records
+                .iter()
+                .map(|r| (r.case.id.clone(), r.trace.clone()))
+                .collect(),
+        },
     };
-    let max_error_rate = flags
-        .max_error_rate
-        .unwrap_or(config.options.max_error_rate);
-    execute_pending(
+    plan.start(
         &mut store,
         &store_path,
-        &run_id,
-        &settings,
-        None,
-        None,
-        max_error_rate,
-        &recorded,
-        flags.max_cost,
+        records.records.iter().map(|r| &r.case),
+        RunOrigin {
+            config_path: &config.path.display().to_string(),
+            system_json: &system_json,
+            parent: None,
+        },
         observer,
     )
 }

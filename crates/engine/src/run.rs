@@ -27,9 +27,8 @@ use oloproof_store::{CaseResult, NewRun, SqliteStore};
 use serde_json::json;
 
 use crate::evaluators::{build_all, Evaluator};
-use crate::execute::{
-    execute_case, execution_key, layer, CacheReader, CacheWrite, ConnectionSource,
-};
+use crate::execute::{execute_case, CacheReader, ConnectionSource};
+use crate::keys::{execution_key, layer, trace_content, CacheWrite, JudgmentKeys};
 use crate::settings::{connector_spec, timeout, worker_count};
 use crate::summary::{mark_calls_cached, slice_value, summarize, CaseOutcome, SummaryInputs};
 use crate::EngineError;
@@ -139,47 +138,30 @@ pub fn start_run(
         intervention: None,
         dataset: None,
     };
-    let run_id = format!("run_{}", ulid::Ulid::new());
-    let case_rows: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
-        .collect::<Result<_, serde_json::Error>>()
-        .map_err(|source| EngineError::Corrupt {
-            what: "a case".into(),
-            source,
-        })?;
-    let settings_json =
-        serde_json::to_string(&settings).map_err(|source| EngineError::Corrupt {
-            what: "settings".into(),
-            source,
-        })?;
     let system_json =
         serde_json::to_string(first.info()).map_err(|source| EngineError::Corrupt {
             what: "hello".into(),
             source,
         })?;
-    store.create_run(&NewRun {
-        id: &run_id,
-        config_path: &config.path.display().to_string(),
-        settings_json: &settings_json,
-        identity: &settings.identity(),
-        system_json: &system_json,
-        parent: None,
-        cases: &case_rows,
-    })?;
-    let max_error_rate = flags
-        .max_error_rate
-        .unwrap_or(config.options.max_error_rate);
-    execute_pending(
+    let plan = RunPlan {
+        max_error_rate: flags
+            .max_error_rate
+            .unwrap_or(config.options.max_error_rate),
+        max_cost: flags.max_cost,
+        settings,
+        connector: Some(options),
+        first: Some(first),
+        recorded: Recorded::default(),
+    };
+    plan.start(
         &mut store,
         &store_path,
-        &run_id,
-        &settings,
-        Some(options),
-        Some(first),
-        max_error_rate,
-        &Recorded::default(),
-        flags.max_cost,
+        cases,
+        RunOrigin {
+            config_path: &config.path.display().to_string(),
+            system_json: &system_json,
+            parent: None,
+        },
         observer,
     )
 }
@@ -216,21 +198,17 @@ pub fn resume_run(
     }
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
     store.reopen_run(run_id)?;
-    let max_error_rate = flags
-        .max_error_rate
-        .unwrap_or(settings.options.max_error_rate);
-    execute_pending(
-        &mut store,
-        store_path,
-        run_id,
-        &settings,
-        Some(options),
-        None,
-        max_error_rate,
-        &Recorded::default(),
-        flags.max_cost,
-        observer,
-    )
+    let plan = RunPlan {
+        max_error_rate: flags
+            .max_error_rate
+            .unwrap_or(settings.options.max_error_rate),
+        max_cost: flags.max_cost,
+        settings,
+        connector: Some(options),
+        first: None,
+        recorded: Recorded::default(),
+    };
+    plan.execute(&mut store, store_path, run_id, observer)
 }
 
 /// The ids of the cases a `sample:` scores: the `size` ids whose sha256 of the canonical JSON
@@ -453,42 +431,11 @@ struct Finished {
     judgment: HitMiss,
 }
 
-/// The content identity of an executed trace (its retrieval, context and generation), part of
-/// every judgment key.
-pub(crate) fn trace_content(trace: &Trace) -> String {
-    content_hash(&json!({
-        "retrieval": trace.retrieval,
-        "context": trace.context,
-        "generation": trace.generation,
-    }))
-}
-
-/// The judgment cache key of evaluator `e` on one executed case: sha256 of the evaluator's
-/// options, the identities of the judges it calls, the case's id and expectations, the
-/// execution key and the trace's [`trace_content`].
-pub(crate) fn judgment_key(
-    e: &dyn Evaluator,
-    judges: &crate::judged::JudgeRegistry,
-    exec: &str,
-    case: &Case,
-    content: &str,
-) -> String {
-    let identities: Vec<serde_json::Value> =
-        e.judge_names().iter().map(|n| judges.identity(n)).collect();
-    content_hash(&json!({
-        "layer": layer::JUDGMENT,
-        "evaluator": e.identity(),
-        "judges": identities,
-        "case": {"id": case.id, "expected": case.expected},
-        "execution": exec,
-        "content": content,
-    }))
-}
-
 /// Judges one executed case, through the judgment cache.
 #[allow(clippy::too_many_arguments)]
 fn judge(
     evaluators: &[Box<dyn Evaluator>],
+    keys: &JudgmentKeys,
     system: &SystemSettings,
     case: &Case,
     trace: &Trace,
@@ -498,15 +445,19 @@ fn judge(
     writes: &mut Vec<CacheWrite>,
     counts: &mut HitMiss,
 ) -> Vec<CriterionVerdict> {
+    if trace.error.is_some() {
+        // A failed case is judged (every criterion missing or excluded), never cached.
+        return evaluators
+            .iter()
+            .map(|e| e.evaluate(case, trace, Some(env)))
+            .collect();
+    }
     let exec = execution_key(system, case);
     let content = trace_content(trace);
     evaluators
         .iter()
-        .map(|e| {
-            if trace.error.is_some() {
-                return e.evaluate(case, trace, Some(env));
-            }
-            let key = judgment_key(e.as_ref(), env.judges, &exec, case, &content);
+        .zip(keys.for_case(case, &exec, &content))
+        .map(|(e, key)| {
             if let Some(v) = cache
                 .get(layer::JUDGMENT, &key)
                 .and_then(|s| serde_json::from_str::<CriterionVerdict>(&s).ok())
@@ -532,251 +483,339 @@ fn judge(
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn execute_pending(
-    store: &mut SqliteStore,
-    store_path: &Path,
-    run_id: &str,
-    settings: &RunSettings,
-    options: Option<ConnectorSpec>,
-    first: Option<Box<dyn SystemConnection>>,
-    max_error_rate: f64,
-    recorded: &Recorded,
-    max_cost: Option<f64>,
-    observer: &mut dyn RunObserver,
-) -> Result<RunOutcome, EngineError> {
-    let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
-        .map_err(EngineError::Usage)?;
-    let registry = &registry;
-    let reranker_judge = settings
-        .intervention
-        .as_ref()
-        .and_then(|i| i.reranker.as_deref())
-        .and_then(|r| r.strip_prefix(crate::execute::JUDGE_RERANKER_PREFIX))
-        .and_then(|name| registry.client(name))
-        .map(|c| c.as_ref());
-    let over_budget = || max_cost.is_some_and(|cap| registry.spent_usd() >= cap);
-    // Set when the store refused a write: the workers stop taking cases (their results could
-    // not be recorded, and every system and judge call would be spent for nothing).
-    let store_failed = std::sync::atomic::AtomicBool::new(false);
-    let store_failed = &store_failed;
-    let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
-    let claimed = store.claim_pending(run_id, lease)?;
-    let total = store.run(run_id)?.case_count as u64;
-    observer.started(run_id, total, claimed.len() as u64);
-    let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
-    let mut jobs = Vec::with_capacity(claimed.len());
-    for row in &claimed {
-        let case: Case =
-            serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
-                what: format!("case {}", row.case_id),
+/// One run to execute, resolved once by whoever starts it (a live run, a recorded dataset, a
+/// diagnosis or lost-in-the-middle child run, a resume): the settings stored with it and what
+/// executing it needs besides the store. [`RunPlan::start`] records a new run and executes
+/// it; [`RunPlan::execute`] executes the pending cases of a recorded one. This is the only way
+/// cases are executed.
+pub(crate) struct RunPlan {
+    /// The settings stored with the run.
+    pub(crate) settings: RunSettings,
+    /// How to reach the system (`None`: a recorded dataset, nothing to call).
+    pub(crate) connector: Option<ConnectorSpec>,
+    /// A connection already open (a live run read the system's `hello` on it).
+    pub(crate) first: Option<Box<dyn SystemConnection>>,
+    /// What the run replays instead of calling the system.
+    pub(crate) recorded: Recorded,
+    /// Share of cases allowed to end in an error.
+    pub(crate) max_error_rate: f64,
+    /// Stop taking cases once the judges have spent this many dollars.
+    pub(crate) max_cost: Option<f64>,
+}
+
+/// How a new run is recorded: the config it came from, what identifies its system (the
+/// `hello`, or a dataset's identity), and its parent run (a child run of a diagnosis).
+pub(crate) struct RunOrigin<'a> {
+    /// The config file, as given.
+    pub(crate) config_path: &'a str,
+    /// The system's `hello` (or what stands for it), as JSON.
+    pub(crate) system_json: &'a str,
+    /// The parent run, for child runs.
+    pub(crate) parent: Option<&'a str>,
+}
+
+impl RunPlan {
+    /// Records a new run of `cases` (in order) under this plan, then executes it.
+    pub(crate) fn start<'c>(
+        self,
+        store: &mut SqliteStore,
+        store_path: &Path,
+        cases: impl IntoIterator<Item = &'c Case>,
+        origin: RunOrigin<'_>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<RunOutcome, EngineError> {
+        let run_id = format!("run_{}", ulid::Ulid::new());
+        let case_rows: Vec<(String, String)> = cases
+            .into_iter()
+            .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
+            .collect::<Result<_, serde_json::Error>>()
+            .map_err(|source| EngineError::Corrupt {
+                what: "a case".into(),
                 source,
             })?;
-        jobs.push((case, row.attempt));
+        let settings_json =
+            serde_json::to_string(&self.settings).map_err(|source| EngineError::Corrupt {
+                what: "settings".into(),
+                source,
+            })?;
+        store.create_run(&NewRun {
+            id: &run_id,
+            config_path: origin.config_path,
+            settings_json: &settings_json,
+            identity: &self.settings.identity(),
+            system_json: origin.system_json,
+            parent: origin.parent,
+            cases: &case_rows,
+        })?;
+        drop(case_rows);
+        self.execute(store, store_path, &run_id, observer)
     }
-    let mut counts = CacheCounts::default();
-    let mut errors = 0u64;
-    let mut missing = 0u64;
-    let mut write_error = None;
-    if !jobs.is_empty() {
-        let workers = settings.workers.clamp(1, jobs.len());
-        let (job_tx, job_rx) = crossbeam_channel::unbounded::<(Case, i64)>();
-        for job in jobs {
-            let _ = job_tx.send(job);
+
+    /// Executes the pending cases of `run_id` on a pool of workers, committing each finished
+    /// case from this thread, then summarises the run.
+    pub(crate) fn execute(
+        self,
+        store: &mut SqliteStore,
+        store_path: &Path,
+        run_id: &str,
+        observer: &mut dyn RunObserver,
+    ) -> Result<RunOutcome, EngineError> {
+        let RunPlan {
+            settings,
+            connector: options,
+            first,
+            recorded,
+            max_error_rate,
+            max_cost,
+        } = self;
+        let settings = &settings;
+        let recorded = &recorded;
+        let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
+            .map_err(EngineError::Usage)?;
+        let registry = &registry;
+        let reranker_judge = settings
+            .intervention
+            .as_ref()
+            .and_then(|i| i.reranker.as_deref())
+            .and_then(|r| r.strip_prefix(crate::execute::JUDGE_RERANKER_PREFIX))
+            .and_then(|name| registry.client(name))
+            .map(|c| c.as_ref());
+        let over_budget = || max_cost.is_some_and(|cap| registry.spent_usd() >= cap);
+        // Set when the store refused a write: the workers stop taking cases (their results could
+        // not be recorded, and every system and judge call would be spent for nothing).
+        let store_failed = std::sync::atomic::AtomicBool::new(false);
+        let store_failed = &store_failed;
+        let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
+        let claimed = store.claim_pending(run_id, lease)?;
+        let total = store.run(run_id)?.case_count as u64;
+        observer.started(run_id, total, claimed.len() as u64);
+        let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
+        let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
+        let mut jobs = Vec::with_capacity(claimed.len());
+        for row in &claimed {
+            let case: Case =
+                serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
+                    what: format!("case {}", row.case_id),
+                    source,
+                })?;
+            jobs.push((case, row.attempt));
         }
-        drop(job_tx);
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
-        let mut first = first;
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                let job_rx = job_rx.clone();
-                let done_tx = done_tx.clone();
-                let mut source = LazyConnection {
-                    options: options.clone(),
-                    conn: first.take(),
-                };
-                let evaluators = &evaluators;
-                let over_budget = &over_budget;
-                scope.spawn(move || {
-                    let reader = if settings.use_cache {
-                        SqliteStore::open_reader(store_path).ok()
-                    } else {
-                        None
-                    };
-                    let cache = CacheReader::new(reader.as_ref());
-                    let judge_reader = if settings.use_cache {
-                        SqliteStore::open_reader(store_path).ok()
-                    } else {
-                        None
-                    };
-                    let judge_cache = crate::judged::StoreJudgeCache::new(judge_reader);
-                    let env = crate::judged::JudgeEnv {
-                        judges: registry,
-                        cache: &judge_cache,
-                    };
-                    for (case, attempt) in job_rx.iter() {
-                        let _case_span =
-                            tracing::info_span!("case", run_id = %run_id, case_id = %case.id)
-                                .entered();
-                        if over_budget() {
-                            // The cost cap: stop taking cases; they stay pending and resumable.
-                            break;
-                        }
-                        if store_failed.load(std::sync::atomic::Ordering::Relaxed) {
-                            break;
-                        }
-                        let (trace, mut writes) = execute_case(
-                            &settings.system,
-                            &case,
-                            &mut source,
-                            &cache,
-                            crate::execute::CaseMode {
-                                intervention: settings.intervention.as_ref(),
-                                recorded: recorded.retrievals.get(&case.id),
-                                trace: recorded.traces.get(&case.id),
-                                reranker_judge,
-                            },
-                        );
-                        let mut judgment = HitMiss::default();
-                        let verdicts = judge(
-                            evaluators,
-                            &settings.system,
-                            &case,
-                            &trace,
-                            &cache,
-                            &env,
-                            &judge_cache,
-                            &mut writes,
-                            &mut judgment,
-                        );
-                        let finished = Finished {
-                            case_id: case.id.clone(),
-                            attempt,
-                            trace,
-                            verdicts,
-                            writes,
-                            judgment,
-                        };
-                        if done_tx.send(finished).is_err() {
-                            return;
-                        }
-                    }
-                });
+        let mut counts = CacheCounts::default();
+        let mut errors = 0u64;
+        let mut missing = 0u64;
+        let mut write_error = None;
+        if !jobs.is_empty() {
+            let workers = settings.workers.clamp(1, jobs.len());
+            let (job_tx, job_rx) = crossbeam_channel::unbounded::<(Case, i64)>();
+            for job in jobs {
+                let _ = job_tx.send(job);
             }
-            drop(done_tx);
-            // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other share one
-            // transaction. Each case stays all-or-nothing; a kill loses at most that window.
-            while let Ok(first) = done_rx.recv() {
-                let mut batch = vec![first];
-                let window_end = std::time::Instant::now() + GROUP_COMMIT_WINDOW;
-                while batch.len() < GROUP_COMMIT_MAX {
-                    let wait = window_end.saturating_duration_since(std::time::Instant::now());
-                    match done_rx.recv_timeout(wait) {
-                        Ok(f) => batch.push(f),
-                        Err(_) => break,
+            drop(job_tx);
+            let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
+            let mut first = first;
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    let job_rx = job_rx.clone();
+                    let done_tx = done_tx.clone();
+                    let mut source = LazyConnection {
+                        options: options.clone(),
+                        conn: first.take(),
+                    };
+                    let evaluators = &evaluators;
+                    let over_budget = &over_budget;
+                    scope.spawn(move || {
+                        let reader = if settings.use_cache {
+                            SqliteStore::open_reader(store_path).ok()
+                        } else {
+                            None
+                        };
+                        let cache = CacheReader::new(reader.as_ref());
+                        let judge_reader = if settings.use_cache {
+                            SqliteStore::open_reader(store_path).ok()
+                        } else {
+                            None
+                        };
+                        let judge_cache = crate::judged::StoreJudgeCache::new(judge_reader);
+                        let env = crate::judged::JudgeEnv {
+                            judges: registry,
+                            cache: &judge_cache,
+                        };
+                        for (case, attempt) in job_rx.iter() {
+                            let _case_span =
+                                tracing::info_span!("case", run_id = %run_id, case_id = %case.id)
+                                    .entered();
+                            if over_budget() {
+                                // The cost cap: stop taking cases; they stay pending and resumable.
+                                break;
+                            }
+                            if store_failed.load(std::sync::atomic::Ordering::Relaxed) {
+                                break;
+                            }
+                            // One read transaction for all of this case's cache lookups;
+                            // without one each lookup reads on its own, as before.
+                            let _snapshot =
+                                reader.as_ref().and_then(|r| match r.read_snapshot() {
+                                    Ok(s) => Some(s),
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "cache lookups without a read snapshot");
+                                        None
+                                    }
+                                });
+                            let (trace, mut writes) = execute_case(
+                                &settings.system,
+                                &case,
+                                &mut source,
+                                &cache,
+                                crate::execute::CaseMode {
+                                    intervention: settings.intervention.as_ref(),
+                                    recorded: recorded.retrievals.get(&case.id),
+                                    trace: recorded.traces.get(&case.id),
+                                    reranker_judge,
+                                },
+                            );
+                            let mut judgment = HitMiss::default();
+                            let verdicts = judge(
+                                evaluators,
+                                judgment_keys,
+                                &settings.system,
+                                &case,
+                                &trace,
+                                &cache,
+                                &env,
+                                &judge_cache,
+                                &mut writes,
+                                &mut judgment,
+                            );
+                            let finished = Finished {
+                                case_id: case.id.clone(),
+                                attempt,
+                                trace,
+                                verdicts,
+                                writes,
+                                judgment,
+                            };
+                            if done_tx.send(finished).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+                drop(done_tx);
+                // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other share one
+                // transaction. Each case stays all-or-nothing; a kill loses at most that window.
+                while let Ok(first) = done_rx.recv() {
+                    let mut batch = vec![first];
+                    let window_end = std::time::Instant::now() + GROUP_COMMIT_WINDOW;
+                    while batch.len() < GROUP_COMMIT_MAX {
+                        let wait = window_end.saturating_duration_since(std::time::Instant::now());
+                        match done_rx.recv_timeout(wait) {
+                            Ok(f) => batch.push(f),
+                            Err(_) => break,
+                        }
                     }
-                }
-                if write_error.is_some() {
-                    continue;
-                }
-                let encoded: Vec<(String, Vec<(String, String)>)> = batch
-                    .iter()
-                    .map(|f| {
-                        let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
-                        let verdicts = f
+                    if write_error.is_some() {
+                        continue;
+                    }
+                    let encoded: Vec<(String, Vec<(String, String)>)> = batch
+                        .iter()
+                        .map(|f| {
+                            let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
+                            let verdicts = f
+                                .verdicts
+                                .iter()
+                                .map(|v| {
+                                    (
+                                        v.criterion.clone(),
+                                        serde_json::to_string(v).unwrap_or_default(),
+                                    )
+                                })
+                                .collect();
+                            (trace_json, verdicts)
+                        })
+                        .collect();
+                    let results: Vec<CaseResult<'_>> = batch
+                        .iter()
+                        .zip(&encoded)
+                        .map(|(f, (trace_json, verdicts))| CaseResult {
+                            case_id: &f.case_id,
+                            attempt: f.attempt,
+                            trace_json,
+                            verdicts,
+                            cache: &f.writes,
+                        })
+                        .collect();
+                    if let Err(e) = store.complete_cases(run_id, &results) {
+                        store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        write_error = Some(e);
+                        continue;
+                    }
+                    for f in &batch {
+                        if recorded.traces.is_empty() {
+                            // Recorded datasets neither read nor write the execution cache.
+                            counts.execution.record(f.trace.cache.execution);
+                        }
+                        if let Some(hit) = f.trace.cache.retrieve {
+                            counts.retrieve.record(hit);
+                        }
+                        if let Some(hit) = f.trace.cache.generate {
+                            counts.generate.record(hit);
+                        }
+                        counts.judgment.hit += f.judgment.hit;
+                        counts.judgment.miss += f.judgment.miss;
+                        if f.trace.error.is_some() {
+                            errors += 1;
+                        }
+                        let case_missing = f
                             .verdicts
                             .iter()
-                            .map(|v| {
-                                (
-                                    v.criterion.clone(),
-                                    serde_json::to_string(v).unwrap_or_default(),
-                                )
-                            })
-                            .collect();
-                        (trace_json, verdicts)
-                    })
-                    .collect();
-                let results: Vec<CaseResult<'_>> = batch
-                    .iter()
-                    .zip(&encoded)
-                    .map(|(f, (trace_json, verdicts))| CaseResult {
-                        case_id: &f.case_id,
-                        attempt: f.attempt,
-                        trace_json,
-                        verdicts,
-                        cache: &f.writes,
-                    })
-                    .collect();
-                if let Err(e) = store.complete_cases(run_id, &results) {
-                    store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                    write_error = Some(e);
-                    continue;
+                            .filter(|v| matches!(v.verdict, Verdict::Missing { .. }))
+                            .count() as u64;
+                        missing += case_missing;
+                        // `-v`: one line per finished case.
+                        tracing::info!(
+                            run_id = %run_id,
+                            case_id = %f.case_id,
+                            outcome = %match &f.trace.error {
+                                Some(e) => e.kind.as_str(),
+                                None if f.trace.cache.execution => "cached",
+                                None => "ok",
+                            },
+                            missing_verdicts = case_missing,
+                            "case finished"
+                        );
+                        observer.case_done(&f.trace, errors, missing);
+                    }
                 }
-                for f in &batch {
-                    if recorded.traces.is_empty() {
-                        // Recorded datasets neither read nor write the execution cache.
-                        counts.execution.record(f.trace.cache.execution);
-                    }
-                    if let Some(hit) = f.trace.cache.retrieve {
-                        counts.retrieve.record(hit);
-                    }
-                    if let Some(hit) = f.trace.cache.generate {
-                        counts.generate.record(hit);
-                    }
-                    counts.judgment.hit += f.judgment.hit;
-                    counts.judgment.miss += f.judgment.miss;
-                    if f.trace.error.is_some() {
-                        errors += 1;
-                    }
-                    let case_missing = f
-                        .verdicts
-                        .iter()
-                        .filter(|v| matches!(v.verdict, Verdict::Missing { .. }))
-                        .count() as u64;
-                    missing += case_missing;
-                    // `-v`: one line per finished case.
-                    tracing::info!(
-                        run_id = %run_id,
-                        case_id = %f.case_id,
-                        outcome = %match &f.trace.error {
-                            Some(e) => e.kind.as_str(),
-                            None if f.trace.cache.execution => "cached",
-                            None => "ok",
-                        },
-                        missing_verdicts = case_missing,
-                        "case finished"
-                    );
-                    observer.case_done(&f.trace, errors, missing);
-                }
-            }
-        });
+            });
+        }
+        if let Some(e) = write_error {
+            return Err(e.into());
+        }
+        let mut summary = summarize_stored(store, run_id, counts)?;
+        summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);
+        let summary_json =
+            serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
+                what: "summary".into(),
+                source,
+            })?;
+        let status = if summary.done == summary.cases {
+            "complete"
+        } else {
+            "incomplete"
+        };
+        store.finish_run(run_id, status, &summary_json)?;
+        let error_rate = if summary.cases == 0 {
+            0.0
+        } else {
+            summary.errors as f64 / summary.cases as f64
+        };
+        Ok(RunOutcome {
+            run_id: run_id.to_string(),
+            summary,
+            error_rate,
+            max_error_rate,
+        })
     }
-    if let Some(e) = write_error {
-        return Err(e.into());
-    }
-    let mut summary = summarize_stored(store, run_id, counts)?;
-    summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);
-    let summary_json = serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
-        what: "summary".into(),
-        source,
-    })?;
-    let status = if summary.done == summary.cases {
-        "complete"
-    } else {
-        "incomplete"
-    };
-    store.finish_run(run_id, status, &summary_json)?;
-    let error_rate = if summary.cases == 0 {
-        0.0
-    } else {
-        summary.errors as f64 / summary.cases as f64
-    };
-    Ok(RunOutcome {
-        run_id: run_id.to_string(),
-        summary,
-        error_rate,
-        max_error_rate,
-    })
 }
 
 #[cfg(test)]

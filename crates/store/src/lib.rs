@@ -554,6 +554,20 @@ impl SqliteStore {
             .map_err(self.err())
     }
 
+    /// Opens one read transaction on this connection, held until the returned guard drops:
+    /// every [`cache_get`](Self::cache_get) in between reads the same snapshot, and SQLite
+    /// takes its read lock once instead of once per statement (a case's execution, retrieval,
+    /// generation and judgment lookups). Meant for the read-only connections of
+    /// [`open_reader`](Self::open_reader); on a connection already inside a transaction it is
+    /// an error.
+    pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>> {
+        self.conn
+            .prepare_cached("BEGIN DEFERRED")
+            .and_then(|mut begin| begin.execute([]))
+            .map_err(self.err())?;
+        Ok(ReadSnapshot { store: self })
+    }
+
     /// Marks a run finished with its summary.
     pub fn finish_run(&mut self, run_id: &str, status: &str, summary_json: &str) -> Result<()> {
         self.conn
@@ -984,5 +998,22 @@ mod tests {
         assert_eq!((run.case_count, run.done_count), (2, 1));
         assert_eq!(s.verdicts("run_1").unwrap().len(), 1);
         assert!(matches!(s.run("run_x"), Err(StoreError::UnknownRun(_))));
+    }
+}
+
+/// A read transaction of [`SqliteStore::read_snapshot`]; ends when dropped.
+pub struct ReadSnapshot<'a> {
+    store: &'a SqliteStore,
+}
+
+impl Drop for ReadSnapshot<'_> {
+    fn drop(&mut self) {
+        // Ending a read transaction cannot lose data; if it fails the connection is broken
+        // and the next lookup on it reports that error.
+        let _ = self
+            .store
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut commit| commit.execute([]));
     }
 }

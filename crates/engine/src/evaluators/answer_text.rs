@@ -7,6 +7,7 @@ use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::batch::item::{self, ItemError, ItemInput};
 use oloproof_metrics::text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -125,28 +126,33 @@ impl Evaluator for TextMatch {
             }
             Some(other) => other.to_string(),
         };
-        match self.how {
+        // The same per-item adapters as `oloproof metric exact_match / token_f1`.
+        let item = ItemInput {
+            answer: Some(&prediction),
+            references: references.iter().map(String::as_str).collect(),
+            ..ItemInput::default()
+        };
+        let result = match self.how {
             Match::Contains => {
                 let hit = references
                     .iter()
                     .position(|r| text::contains(&prediction, r));
-                verdict(
+                return verdict(
                     &self.criterion,
                     Verdict::pass_if(hit.is_some()),
                     json!({"matched": hit.map(|i| &references[i])}),
-                )
+                );
             }
-            Match::Exact => {
-                let hit = references.iter().any(|r| text::exact_match(&prediction, r));
-                verdict(&self.criterion, Verdict::pass_if(hit), Value::Null)
+            Match::Exact => item::exact_match(&item).map(Verdict::pass_if),
+            Match::TokenF1 => item::token_f1(&item).map(Verdict::score),
+        };
+        match result {
+            Ok(v) => verdict(&self.criterion, v, Value::Null),
+            // Both were checked above; kept exact rather than assumed.
+            Err(ItemError::NoReference) => {
+                excluded(&self.criterion, &format!("no_expected_{expected_field}"))
             }
-            Match::TokenF1 => {
-                let best = references
-                    .iter()
-                    .map(|r| text::token_f1(&prediction, r))
-                    .fold(0.0_f64, f64::max);
-                verdict(&self.criterion, Verdict::score(best), Value::Null)
-            }
+            Err(e) => missing_with(&self.criterion, e.to_string()),
         }
     }
 }

@@ -6,6 +6,7 @@ use oloproof_core::case::Case;
 use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::batch::item::{self, ItemInput, Passage, Utilisation};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -58,22 +59,34 @@ impl Evaluator for ContextUtilisation {
         if trace.generation.is_none() {
             return missing(&self.criterion, trace, "the generation");
         }
-        let Some(context) = trace.context.as_ref() else {
-            return excluded(&self.criterion, "no_context");
+        // The same per-item adapter as `oloproof metric context_utilisation` (passages by
+        // document id).
+        let citations = trace.citations();
+        let item = ItemInput {
+            context: trace.context.as_ref().map(|c| {
+                c.passages
+                    .iter()
+                    .map(|p| Passage {
+                        id: Some(p.passage.doc_id.as_str()),
+                        text: None,
+                    })
+                    .collect()
+            }),
+            citations: citations.iter().map(String::as_str).collect(),
+            ..ItemInput::default()
         };
-        let ids: std::collections::BTreeSet<String> = context
-            .passages
-            .iter()
-            .map(|p| p.passage.doc_id.clone())
-            .collect();
-        let cited: std::collections::BTreeSet<String> = trace.citations().into_iter().collect();
-        match oloproof_metrics::rag::context::context_utilisation(&ids, &cited) {
-            Some(u) => verdict(
+        match item::context_utilisation(&item) {
+            Ok(Utilisation {
+                value: Some(u),
+                context,
+                cited,
+                ..
+            }) => verdict(
                 &self.criterion,
                 Verdict::score(u),
-                json!({"context": ids.len(), "cited": cited.len()}),
+                json!({"context": context, "cited": cited}),
             ),
-            None => excluded(&self.criterion, "no_context"),
+            Ok(_) | Err(_) => excluded(&self.criterion, "no_context"),
         }
     }
 }

@@ -7,6 +7,7 @@ use oloproof_core::case::Case;
 use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::batch::item::{self, ItemError, ItemInput, Passage};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -60,18 +61,25 @@ impl Evaluator for EntityGrounding {
         if trace.generation.is_none() {
             return missing(&self.criterion, trace, "the generation");
         }
-        let Some(context) = trace.context.as_ref() else {
-            return excluded(&self.criterion, "no_context");
+        // The same per-item adapter as `oloproof metric entity_grounding`.
+        let item = ItemInput {
+            answer: trace.answer(),
+            context: trace.context.as_ref().map(|c| {
+                c.passages
+                    .iter()
+                    .map(|p| Passage {
+                        id: Some(p.passage.doc_id.as_str()),
+                        text: p.passage.text.as_deref(),
+                    })
+                    .collect()
+            }),
+            ..ItemInput::default()
         };
-        let Some(answer) = trace.answer() else {
-            return missing_with(&self.criterion, "the system's output has no `answer`");
+        let g = match item::entity_grounding(&item) {
+            Ok(g) => g,
+            Err(ItemError::NoContext) => return excluded(&self.criterion, "no_context"),
+            Err(_) => return missing_with(&self.criterion, "the system's output has no `answer`"),
         };
-        let text: Vec<&str> = context
-            .passages
-            .iter()
-            .filter_map(|p| p.passage.text.as_deref())
-            .collect();
-        let g = oloproof_metrics::rag::context::grounding(answer, &text.join("\n"));
         let detail = json!({
             "grounded": g.grounded.iter().map(|e| e.text()).collect::<Vec<_>>(),
             "ungrounded": g.ungrounded.iter().map(|e| e.text()).collect::<Vec<_>>(),

@@ -359,6 +359,13 @@ impl Judged {
         // `embedding_judge:` says otherwise.
         let llm_judges = self.choice.llm_judges();
         let ensemble = self.choice.is_ensemble();
+        // Inside the case span (run id, case id): which criterion and which judges.
+        let _span = tracing::info_span!(
+            "judge",
+            criterion = %self.criterion,
+            judges = %self.judge_names().join("+"),
+        )
+        .entered();
         let (judge, embedder) = match (
             lookup(llm_judges.first()),
             lookup(self.choice.embedding_judge.as_ref()),

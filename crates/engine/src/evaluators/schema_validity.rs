@@ -14,6 +14,7 @@ use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::batch::item::{self, ItemInput};
 use oloproof_metrics::ontology::conformance::SchemaValidator;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -127,10 +128,14 @@ impl Evaluator for SchemaValidity {
         if trace.generation.is_none() {
             return missing(&self.criterion, trace, "the generation");
         }
-        let violations = match trace.output_field(&self.field) {
-            Some(Value::String(text)) => self.validator.check_text(text),
-            Some(value) => self.validator.violations(value),
-            None => {
+        // The same per-item adapter as `oloproof metric schema_validity`.
+        let item = ItemInput {
+            output: trace.output_field(&self.field),
+            ..ItemInput::default()
+        };
+        let violations = match item::schema_validity(&self.validator, &item) {
+            Ok(violations) => violations,
+            Err(_) => {
                 return verdict(
                     &self.criterion,
                     Verdict::pass_if(false),

@@ -1,0 +1,192 @@
+//! Every cache key of a run, in one place: the sha256 of the canonical JSON of exactly what
+//! determines the cached result (`oloproof_core::identity`).
+//!
+//! | layer | key |
+//! | --- | --- |
+//! | `retrieve` | system name, version, `index_version`, `depth`, input — not `top_k`, not the budget, so changing those re-uses every retrieval |
+//! | `generate` | the system's generation identity, input, assembled context |
+//! | `execution` | every effective system setting, input (the case's whole result) |
+//! | `judgment` | the evaluator's identity, its judges' identities, the case's id and expectations, the execution key, the trace's content |
+//!
+//! The judge layer keys its single calls itself (`judge_call`: provider, model, template,
+//! rendered messages, sampling, repeat; `oloproof_judge::JudgeClient`).
+
+use oloproof_core::case::Case;
+use oloproof_core::identity::{canonical_json, content_hash, sha256_hex};
+use oloproof_core::settings::SystemSettings;
+use oloproof_core::trace::Trace;
+use serde_json::{json, Value};
+
+use crate::evaluators::Evaluator;
+
+/// Cache layer names.
+pub mod layer {
+    /// A case's whole execution.
+    pub const EXECUTION: &str = "execution";
+    /// The retrieval stage.
+    pub const RETRIEVE: &str = "retrieve";
+    /// The generation stage.
+    pub const GENERATE: &str = "generate";
+    /// One evaluator on one execution.
+    pub const JUDGMENT: &str = "judgment";
+}
+
+/// A cache entry to write with the case.
+pub type CacheWrite = (String, String, String);
+
+/// Cache key of a case's execution.
+pub fn execution_key(system: &SystemSettings, case: &Case) -> String {
+    content_hash(
+        &json!({"layer": layer::EXECUTION, "system": system.execution_identity(), "input": case.input}),
+    )
+}
+
+/// Cache key of a retrieval.
+pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
+    content_hash(
+        &json!({"layer": layer::RETRIEVE, "system": system.retrieval_identity(), "input": case.input}),
+    )
+}
+
+/// Cache key of a generation.
+pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> String {
+    content_hash(&json!({
+        "layer": layer::GENERATE,
+        "system": system.generation_identity(),
+        "input": case.input,
+        "context": context,
+    }))
+}
+
+/// The content identity of an executed trace (its retrieval, context and generation), part of
+/// every judgment key.
+pub(crate) fn trace_content(trace: &Trace) -> String {
+    content_hash(&json!({
+        "retrieval": trace.retrieval,
+        "context": trace.context,
+        "generation": trace.generation,
+    }))
+}
+
+/// The judgment cache key of evaluator `e` on one executed case: sha256 of the canonical JSON
+/// of `{layer, evaluator: its identity, judges: its judges' identities, case: {id, expected},
+/// execution: the execution key, content: the trace's [`trace_content`]}`. A run computes the
+/// same keys through [`JudgmentKeys`], which writes that JSON once per case instead of once per
+/// evaluator.
+pub(crate) fn judgment_key(
+    e: &dyn Evaluator,
+    judges: &crate::judged::JudgeRegistry,
+    exec: &str,
+    case: &Case,
+    content: &str,
+) -> String {
+    JudgmentKeys::new([e], judges)
+        .for_case(case, exec, content)
+        .remove(0)
+}
+
+/// The judgment keys of a run's evaluators ([`judgment_key`]), with what does not depend on
+/// the case (each evaluator's identity and its judges' identities, in canonical JSON) computed
+/// once per run. The canonical JSON of the key's object is written by splicing the parts in
+/// sorted key order (`case`, `content`, `evaluator`, `execution`, `judges`, `layer`), so the
+/// keys are exactly [`content_hash`] of that object.
+pub(crate) struct JudgmentKeys {
+    /// Per evaluator: the canonical JSON of its identity and of its judges' identities.
+    evaluators: Vec<(String, String)>,
+}
+
+impl JudgmentKeys {
+    /// The keys of `evaluators`, whose judges are in `judges`.
+    pub(crate) fn new<'e>(
+        evaluators: impl IntoIterator<Item = &'e dyn Evaluator>,
+        judges: &crate::judged::JudgeRegistry,
+    ) -> Self {
+        let evaluators = evaluators
+            .into_iter()
+            .map(|e| {
+                let identities: Vec<Value> =
+                    e.judge_names().iter().map(|n| judges.identity(n)).collect();
+                (
+                    canonical_json(&e.identity().to_value()),
+                    canonical_json(&Value::Array(identities)),
+                )
+            })
+            .collect();
+        JudgmentKeys { evaluators }
+    }
+
+    /// The key of every evaluator, in order, on one executed case.
+    pub(crate) fn for_case(&self, case: &Case, exec: &str, content: &str) -> Vec<String> {
+        let case_json = canonical_json(&json!({"id": case.id, "expected": case.expected}));
+        let content_json = Value::String(content.to_string()).to_string();
+        let exec_json = Value::String(exec.to_string()).to_string();
+        let mut text = String::new();
+        self.evaluators
+            .iter()
+            .map(|(evaluator, judges)| {
+                text.clear();
+                text.push_str("{\"case\":");
+                text.push_str(&case_json);
+                text.push_str(",\"content\":");
+                text.push_str(&content_json);
+                text.push_str(",\"evaluator\":");
+                text.push_str(evaluator);
+                text.push_str(",\"execution\":");
+                text.push_str(&exec_json);
+                text.push_str(",\"judges\":");
+                text.push_str(judges);
+                text.push_str(",\"layer\":");
+                text.push_str(&Value::String(layer::JUDGMENT.to_string()).to_string());
+                text.push('}');
+                sha256_hex(text.as_bytes())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spliced keys are the content hash of the key's object, so every judgment cached
+    /// before they were spliced is still found.
+    #[test]
+    fn spliced_judgment_keys_are_the_content_hash_of_the_object() {
+        let case: Case = serde_json::from_value(json!({
+            "id": "c\"1",
+            "input": {"question": "q"},
+            "expected": {"answer": "é \u{1f600}", "relevant": [{"doc_id": "d", "grade": 2}]},
+        }))
+        .unwrap();
+        let judges: std::collections::BTreeMap<String, Value> = serde_json::from_value(json!({
+            "j": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+        }))
+        .unwrap();
+        let registry = crate::judged::JudgeRegistry::from_options(&judges).unwrap();
+        for entry in [
+            json!({"type": "contains"}),
+            json!({"type": "ndcg", "k": 3}),
+            json!({"type": "faithfulness", "judge": "j", "repeats": 2}),
+        ] {
+            let e = crate::evaluators::from_json(&entry).unwrap();
+            let identities: Vec<Value> = e
+                .judge_names()
+                .iter()
+                .map(|n| registry.identity(n))
+                .collect();
+            let expected = content_hash(&json!({
+                "layer": layer::JUDGMENT,
+                "evaluator": e.identity(),
+                "judges": identities,
+                "case": {"id": case.id, "expected": case.expected},
+                "execution": "exec\\key",
+                "content": "content",
+            }));
+            assert_eq!(
+                judgment_key(e.as_ref(), &registry, "exec\\key", &case, "content"),
+                expected,
+                "{entry}"
+            );
+        }
+    }
+}
