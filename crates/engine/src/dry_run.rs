@@ -120,6 +120,9 @@ fn stored_system(
         let Ok(info) = serde_json::from_str(&record.system_json) else {
             continue;
         };
+        // A stored hello the config as it is now cannot resolve with (a changed `rag:`) gives
+        // no settings to look the cache up with: every case then counts as not cached, which
+        // only over-estimates the calls.
         return Ok(SystemSettings::resolve(&config.options, &info).ok());
     }
     Ok(None)
@@ -201,6 +204,7 @@ pub fn estimate(
         };
         if !local {
             for case in cases.iter().filter(|c| !cached.contains(&c.id)) {
+                // Every evaluator here calls a judge (checked above), so it has an estimate.
                 let c = e.estimate(case).unwrap_or_default();
                 estimate.calls += c.calls;
                 estimate.embeddings += c.embeddings;

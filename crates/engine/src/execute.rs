@@ -29,10 +29,29 @@ impl<'a> CacheReader<'a> {
         CacheReader { store }
     }
 
-    /// A cached value, if any (a read error counts as a miss).
+    /// A cached value, if any. A read error is a miss, said on stderr (`-v`/`RUST_LOG`): the
+    /// result is recomputed and the entry written again, so nothing is lost but time.
     pub fn get(&self, layer: &str, key: &str) -> Option<String> {
-        self.store
-            .and_then(|s| s.cache_get(layer, key).ok().flatten())
+        match self.store?.cache_get(layer, key) {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::warn!(layer, error = %e, "cache read failed; recomputing");
+                None
+            }
+        }
+    }
+
+    /// A cached value parsed as `T`. An entry that does not parse (written by another version)
+    /// is a miss, said on stderr: the result is recomputed and the entry overwritten.
+    pub fn get_json<T: serde::de::DeserializeOwned>(&self, layer: &str, key: &str) -> Option<T> {
+        let text = self.get(layer, key)?;
+        match serde_json::from_str(&text) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::warn!(layer, error = %e, "unreadable cache entry; recomputing");
+                None
+            }
+        }
     }
 }
 
@@ -271,9 +290,7 @@ fn run_stages(
     let cached = if fresh {
         None
     } else {
-        cache
-            .get(layer::GENERATE, &g_key)
-            .and_then(|s| serde_json::from_str(&s).ok())
+        cache.get_json(layer::GENERATE, &g_key)
     };
     let generation = match cached {
         Some(g) => {
@@ -314,10 +331,7 @@ fn retrieve(
     writes: &mut Vec<CacheWrite>,
 ) -> Result<Retrieval, StageError> {
     let r_key = retrieval_key(system, case);
-    if let Some(r) = cache
-        .get(layer::RETRIEVE, &r_key)
-        .and_then(|s| serde_json::from_str::<Retrieval>(&s).ok())
-    {
+    if let Some(r) = cache.get_json::<Retrieval>(layer::RETRIEVE, &r_key) {
         trace.cache.retrieve = Some(true);
         return Ok(r);
     }

@@ -422,6 +422,9 @@ impl ConnectionSource for LazyConnection {
     }
 }
 
+/// A finished case's trace and verdicts as JSON, ready for the store.
+type EncodedCase = (String, Vec<(String, String)>);
+
 struct Finished {
     case_id: String,
     attempt: i64,
@@ -458,10 +461,7 @@ fn judge(
         .iter()
         .zip(keys.for_case(case, &exec, &content))
         .map(|(e, key)| {
-            if let Some(v) = cache
-                .get(layer::JUDGMENT, &key)
-                .and_then(|s| serde_json::from_str::<CriterionVerdict>(&s).ok())
-            {
+            if let Some(v) = cache.get_json::<CriterionVerdict>(layer::JUDGMENT, &key) {
                 counts.record(true);
                 let mut v = CriterionVerdict {
                     criterion: e.criterion().to_string(),
@@ -613,8 +613,21 @@ impl RunPlan {
             drop(job_tx);
             let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
             let mut first = first;
+            // Each worker's two read-only connections (cache lookups, judge calls), opened
+            // before any case runs: a store that cannot be read is an error now, not a run
+            // that silently recomputes (and re-bills) everything.
+            let mut readers = Vec::with_capacity(workers);
+            for _ in 0..workers {
+                let open = || -> Result<Option<SqliteStore>, EngineError> {
+                    Ok(match settings.use_cache {
+                        true => Some(SqliteStore::open_reader(store_path)?),
+                        false => None,
+                    })
+                };
+                readers.push((open()?, open()?));
+            }
             std::thread::scope(|scope| {
-                for _ in 0..workers {
+                for (reader, judge_reader) in readers {
                     let job_rx = job_rx.clone();
                     let done_tx = done_tx.clone();
                     let mut source = LazyConnection {
@@ -624,17 +637,7 @@ impl RunPlan {
                     let evaluators = &evaluators;
                     let over_budget = &over_budget;
                     scope.spawn(move || {
-                        let reader = if settings.use_cache {
-                            SqliteStore::open_reader(store_path).ok()
-                        } else {
-                            None
-                        };
                         let cache = CacheReader::new(reader.as_ref());
-                        let judge_reader = if settings.use_cache {
-                            SqliteStore::open_reader(store_path).ok()
-                        } else {
-                            None
-                        };
                         let judge_cache = crate::judged::StoreJudgeCache::new(judge_reader);
                         let env = crate::judged::JudgeEnv {
                             judges: registry,
@@ -716,23 +719,37 @@ impl RunPlan {
                     if write_error.is_some() {
                         continue;
                     }
-                    let encoded: Vec<(String, Vec<(String, String)>)> = batch
+                    // A trace or verdict is never stored as an empty string: one that does not
+                    // serialise stops the run (the store keeps what was committed).
+                    let encoded: Result<Vec<EncodedCase>, EngineError> = batch
                         .iter()
                         .map(|f| {
-                            let trace_json = serde_json::to_string(&f.trace).unwrap_or_default();
+                            let serialise = |what: String| {
+                                move |source| EngineError::Serialise { what, source }
+                            };
+                            let trace_json = serde_json::to_string(&f.trace)
+                                .map_err(serialise(format!("the trace of {}", f.case_id)))?;
                             let verdicts = f
                                 .verdicts
                                 .iter()
                                 .map(|v| {
-                                    (
-                                        v.criterion.clone(),
-                                        serde_json::to_string(v).unwrap_or_default(),
-                                    )
+                                    let json = serde_json::to_string(v).map_err(serialise(
+                                        format!("the {} verdict of {}", v.criterion, f.case_id),
+                                    ))?;
+                                    Ok((v.criterion.clone(), json))
                                 })
-                                .collect();
-                            (trace_json, verdicts)
+                                .collect::<Result<_, EngineError>>()?;
+                            Ok((trace_json, verdicts))
                         })
                         .collect();
+                    let encoded = match encoded {
+                        Ok(encoded) => encoded,
+                        Err(e) => {
+                            store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            write_error = Some(e);
+                            continue;
+                        }
+                    };
                     let results: Vec<CaseResult<'_>> = batch
                         .iter()
                         .zip(&encoded)
@@ -746,7 +763,7 @@ impl RunPlan {
                         .collect();
                     if let Err(e) = store.complete_cases(run_id, &results) {
                         store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        write_error = Some(e);
+                        write_error = Some(e.into());
                         continue;
                     }
                     for f in &batch {
@@ -789,7 +806,7 @@ impl RunPlan {
             });
         }
         if let Some(e) = write_error {
-            return Err(e.into());
+            return Err(e);
         }
         let mut summary = summarize_stored(store, run_id, counts)?;
         summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);

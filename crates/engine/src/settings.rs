@@ -62,9 +62,12 @@ fn resolve_python(name: &str, cwd: &Path) -> String {
         std::sync::Mutex<std::collections::HashMap<String, String>>,
     > = std::sync::OnceLock::new();
     let cache = RESOLVED.get_or_init(Default::default);
+    // A poisoned lock only loses the memo: the interpreter is looked up again.
     if let Some(found) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
         return found;
     }
+    // An interpreter that cannot say where it is keeps its name: the worker then starts it by
+    // name, and a missing interpreter is reported when it fails to start.
     let resolved = std::process::Command::new(name)
         .args(["-c", "import sys; print(sys.executable)"])
         .current_dir(cwd)

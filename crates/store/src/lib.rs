@@ -896,6 +896,23 @@ fn case_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CaseRecord> {
     })
 }
 
+/// A read transaction of [`SqliteStore::read_snapshot`]; ends when dropped.
+pub struct ReadSnapshot<'a> {
+    store: &'a SqliteStore,
+}
+
+impl Drop for ReadSnapshot<'_> {
+    fn drop(&mut self) {
+        // Ending a read transaction cannot lose data; if it fails the connection is broken
+        // and the next lookup on it reports that error.
+        let _ = self
+            .store
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut commit| commit.execute([]));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -998,22 +1015,5 @@ mod tests {
         assert_eq!((run.case_count, run.done_count), (2, 1));
         assert_eq!(s.verdicts("run_1").unwrap().len(), 1);
         assert!(matches!(s.run("run_x"), Err(StoreError::UnknownRun(_))));
-    }
-}
-
-/// A read transaction of [`SqliteStore::read_snapshot`]; ends when dropped.
-pub struct ReadSnapshot<'a> {
-    store: &'a SqliteStore,
-}
-
-impl Drop for ReadSnapshot<'_> {
-    fn drop(&mut self) {
-        // Ending a read transaction cannot lose data; if it fails the connection is broken
-        // and the next lookup on it reports that error.
-        let _ = self
-            .store
-            .conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut commit| commit.execute([]));
     }
 }
