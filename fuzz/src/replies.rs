@@ -196,7 +196,7 @@ pub fn judge_text(data: &[u8]) {
         Ok(v) => v,
         Err(message) => {
             crate::check::note(&message);
-            assert!(!message.is_empty());
+            assert!(!message.message().is_empty());
             return;
         }
     };
