@@ -60,7 +60,8 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<u8, CliError> {
         return Err(CliError::Usage("--size must be at least 1".into()));
     }
     let config = load(&args.location, args.dir.as_deref(), &[])?;
-    let registry = JudgeRegistry::from_options(&config.options.judges).map_err(CliError::Usage)?;
+    let registry = JudgeRegistry::from_options(&config.options.judges)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let Some(judge) = registry.client(judge_name) else {
         let names = config.options.judges.keys().map(String::as_str);
         let hint = oloproof_core::source::did_you_mean(judge_name, names)

@@ -35,19 +35,28 @@ pub struct SystemSettings {
     pub params: Map<String, Value>,
 }
 
+/// Why a system's settings cannot be resolved from the config and its `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnresolvedSettings {
+    /// Neither the config nor the system's defaults give `depth` and `top_k`.
+    #[error("`depth` and `top_k` must be set, in oloproof.yaml (system.rag) or in @rag_system")]
+    DepthAndTopK,
+}
+
 impl SystemSettings {
     /// Merges the config's `rag` options over the system's hello.
-    pub fn resolve(options: &ProjectOptions, info: &SystemInfo) -> Result<Self, String> {
+    pub fn resolve(
+        options: &ProjectOptions,
+        info: &SystemInfo,
+    ) -> Result<Self, UnresolvedSettings> {
         let rag = options.rag();
         let d = &info.defaults;
         let usize_default = |k: &str| d.get(k).and_then(Value::as_u64).map(|v| v as usize);
         let depth = rag.depth.or_else(|| usize_default("depth"));
         let top_k = rag.top_k.or_else(|| usize_default("top_k"));
         let (Some(depth), Some(top_k)) = (depth, top_k) else {
-            return Err(
-                "`depth` and `top_k` must be set, in oloproof.yaml (system.rag) or in @rag_system"
-                    .to_string(),
-            );
+            return Err(UnresolvedSettings::DepthAndTopK);
         };
         let mut params = Map::new();
         for (k, v) in d {

@@ -203,7 +203,8 @@ pub fn calibrate(
     thresholds: &CalibrationOptions,
     items: &[LabelledItem],
 ) -> Result<Calibration, EngineError> {
-    let registry = JudgeRegistry::from_options(judges).map_err(EngineError::Usage)?;
+    let registry =
+        JudgeRegistry::from_options(judges).map_err(|e| EngineError::Usage(e.to_string()))?;
     let settings = judges
         .get(judge_name)
         .ok_or_else(|| EngineError::Usage(format!("no judge named `{judge_name}`")))?;

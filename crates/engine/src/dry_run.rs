@@ -62,7 +62,8 @@ pub fn cached_judgments(
         .filter(|(_, v)| v.get("provider").and_then(Value::as_str) != Some("local"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let registry = JudgeRegistry::from_options(&http_judges).map_err(EngineError::Usage)?;
+    let registry =
+        JudgeRegistry::from_options(&http_judges).map_err(|e| EngineError::Usage(e.to_string()))?;
     for case in cases {
         let exec = execution_key(&system, case);
         let trace = match &traces {

@@ -19,6 +19,25 @@ use crate::execute::CacheWrite;
 /// Cache layer of single judge calls.
 pub const JUDGE_CALL_LAYER: &str = "judge_call";
 
+/// Why the run's judges cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgeSetupError {
+    /// A `judges:` entry does not read as judge settings (a stored run's, since a loaded
+    /// config was validated with positions).
+    #[error("judges.{name}: {source}")]
+    Settings {
+        /// The judge.
+        name: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A client could not be built (a local model that does not load, …).
+    #[error(transparent)]
+    Client(#[from] JudgeError),
+}
+
 /// The run's judges, by name.
 #[derive(Default)]
 pub struct JudgeRegistry {
@@ -29,12 +48,17 @@ pub struct JudgeRegistry {
 impl JudgeRegistry {
     /// Builds the clients of `judges:` (keys are read from the environment only when a call
     /// is made).
-    pub fn from_options(judges: &BTreeMap<String, Value>) -> Result<Self, String> {
+    pub fn from_options(judges: &BTreeMap<String, Value>) -> Result<Self, JudgeSetupError> {
         let mut registry = JudgeRegistry::default();
         for (name, value) in judges {
             let settings: JudgeSettings =
-                serde_json::from_value(value.clone()).map_err(|e| format!("judges.{name}: {e}"))?;
-            let client = JudgeClient::new(name, settings.clone()).map_err(|e| e.to_string())?;
+                serde_json::from_value(value.clone()).map_err(|source| {
+                    JudgeSetupError::Settings {
+                        name: name.clone(),
+                        source,
+                    }
+                })?;
+            let client = JudgeClient::new(name, settings.clone())?;
             registry.clients.insert(name.clone(), Arc::new(client));
             registry.settings.insert(name.clone(), settings);
         }

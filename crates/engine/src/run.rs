@@ -117,12 +117,12 @@ pub fn start_run(
     let mut store = SqliteStore::open(&store_path)?;
     let options = connector_spec(&config.options, &config.dir, &shim(&store_path)?);
     let first = options.connect().map_err(EngineError::System)?;
-    let system = SystemSettings::resolve(&config.options, first.info()).map_err(|message| {
+    let system = SystemSettings::resolve(&config.options, first.info()).map_err(|e| {
         EngineError::System(StageError {
             stage: "hello".into(),
             kind: ErrorKind::Protocol,
             error_type: None,
-            message,
+            message: e.to_string(),
             traceback: None,
             stderr_tail: Vec::new(),
         })
@@ -571,7 +571,7 @@ impl RunPlan {
         let settings = &settings;
         let recorded = &recorded;
         let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
-            .map_err(EngineError::Usage)?;
+            .map_err(|e| EngineError::Usage(e.to_string()))?;
         let registry = &registry;
         let reranker_judge = settings
             .intervention
