@@ -426,6 +426,9 @@ impl ConnectionSource for LazyConnection {
 type EncodedCase = (String, Vec<(String, String)>);
 
 struct Finished {
+    /// The case's position among the claimed cases (the store's order).
+    index: usize,
+    case: Case,
     case_id: String,
     attempt: i64,
     trace: Trace,
@@ -591,6 +594,8 @@ impl RunPlan {
         observer.started(run_id, total, claimed.len() as u64);
         let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
         let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
+        let whole_run = claimed.len() as u64 == total;
+        let mut held: Vec<(usize, LoadedCase)> = Vec::with_capacity(claimed.len());
         let mut jobs = Vec::with_capacity(claimed.len());
         for row in &claimed {
             let case: Case =
@@ -598,7 +603,7 @@ impl RunPlan {
                     what: format!("case {}", row.case_id),
                     source,
                 })?;
-            jobs.push((case, row.attempt));
+            jobs.push((jobs.len(), case, row.attempt));
         }
         let mut counts = CacheCounts::default();
         let mut errors = 0u64;
@@ -606,7 +611,7 @@ impl RunPlan {
         let mut write_error = None;
         if !jobs.is_empty() {
             let workers = settings.workers.clamp(1, jobs.len());
-            let (job_tx, job_rx) = crossbeam_channel::unbounded::<(Case, i64)>();
+            let (job_tx, job_rx) = crossbeam_channel::unbounded::<(usize, Case, i64)>();
             for job in jobs {
                 let _ = job_tx.send(job);
             }
@@ -643,7 +648,7 @@ impl RunPlan {
                             judges: registry,
                             cache: &judge_cache,
                         };
-                        for (case, attempt) in job_rx.iter() {
+                        for (index, case, attempt) in job_rx.iter() {
                             let _case_span =
                                 tracing::info_span!("case", run_id = %run_id, case_id = %case.id)
                                     .entered();
@@ -690,7 +695,9 @@ impl RunPlan {
                                 &mut judgment,
                             );
                             let finished = Finished {
+                                index,
                                 case_id: case.id.clone(),
+                                case,
                                 attempt,
                                 trace,
                                 verdicts,
@@ -802,13 +809,42 @@ impl RunPlan {
                         );
                         observer.case_done(&f.trace, errors, missing);
                     }
+                    // What the summary reads of each committed case, held in memory (slimmed
+                    // as `summarize_stored` slims what it reads back), in the store's order of
+                    // verdicts (by criterion), so the summary needs no second read of the run.
+                    for f in batch {
+                        let mut verdicts = f.verdicts;
+                        verdicts.sort_by(|a, b| a.criterion.cmp(&b.criterion));
+                        let mut held_case = (f.case, Some(f.trace), verdicts);
+                        slim_for_summary(&mut held_case);
+                        held.push((f.index, held_case));
+                    }
                 }
             });
         }
         if let Some(e) = write_error {
             return Err(e);
         }
-        let mut summary = summarize_stored(store, run_id, counts)?;
+        // Every case of the run ran in this invocation and committed: summarise what is held,
+        // in the store's case order, exactly as `summarize_stored` would read it back (a test
+        // compares the two). Otherwise (a resumed run, a cost cap that left cases pending) read
+        // the run back.
+        let mut summary = if whole_run && held.len() == claimed.len() {
+            held.sort_by_key(|(index, _)| *index);
+            let run = LoadedRun {
+                record: store.run(run_id)?,
+                settings: settings.clone(),
+                criteria: evaluators
+                    .iter()
+                    .map(|e| (e.criterion().to_string(), e.kind()))
+                    .collect(),
+                cases: held.into_iter().map(|(_, c)| c).collect(),
+            };
+            summarize_run(&run, counts)?
+        } else {
+            drop(held);
+            summarize_stored(store, run_id, counts)?
+        };
         summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);
         let summary_json =
             serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
