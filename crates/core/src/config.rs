@@ -278,8 +278,6 @@ pub struct ProjectConfig {
     pub dir: PathBuf,
     /// The validated options (overrides applied).
     pub options: ProjectOptions,
-    /// The `--set` overrides applied, in order (errors found later point at them too).
-    pub overrides: Vec<String>,
 }
 
 impl ProjectConfig {
@@ -498,7 +496,6 @@ fn load_config_inner(
         path: path.to_path_buf(),
         dir,
         options,
-        overrides: overrides.to_vec(),
     })
 }
 

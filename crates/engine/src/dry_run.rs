@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::evaluators::{build_all, Evaluator};
 use crate::execute::CacheReader;
 use crate::judged::JudgeRegistry;
-use crate::keys::{execution_key, judgment_key, layer, trace_content};
+use crate::keys::{execution_key, layer, trace_content, JudgmentKeys};
 use crate::settings::{RunSettings, SystemSettings};
 use crate::EngineError;
 
@@ -64,6 +64,7 @@ pub fn cached_judgments(
         .collect();
     let registry =
         JudgeRegistry::from_options(&http_judges).map_err(|e| EngineError::Usage(e.to_string()))?;
+    let keys = JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), &registry);
     for case in cases {
         let exec = execution_key(&system, case);
         let trace = match &traces {
@@ -84,12 +85,12 @@ pub fn cached_judgments(
             continue;
         }
         let content = trace_content(&trace);
-        for (i, e) in evaluators.iter().enumerate() {
+        let case_keys = keys.for_case(case, &exec, &content);
+        for (i, (e, key)) in evaluators.iter().zip(case_keys).enumerate() {
             let names = e.judge_names();
             if names.is_empty() || names.iter().any(|n| registry.client(n).is_none()) {
                 continue;
             }
-            let key = judgment_key(e.as_ref(), &registry, &exec, case, &content);
             if cache.get(layer::JUDGMENT, &key).is_some() {
                 out[i].insert(case.id.clone());
             }

@@ -68,25 +68,10 @@ pub(crate) fn trace_content(trace: &Trace) -> String {
     }))
 }
 
-/// The judgment cache key of evaluator `e` on one executed case: sha256 of the canonical JSON
-/// of `{layer, evaluator: its identity, judges: its judges' identities, case: {id, expected},
-/// execution: the execution key, content: the trace's [`trace_content`]}`. A run computes the
-/// same keys through [`JudgmentKeys`], which writes that JSON once per case instead of once per
-/// evaluator.
-pub(crate) fn judgment_key(
-    e: &dyn Evaluator,
-    judges: &crate::judged::JudgeRegistry,
-    exec: &str,
-    case: &Case,
-    content: &str,
-) -> String {
-    JudgmentKeys::new([e], judges)
-        .for_case(case, exec, content)
-        .remove(0)
-}
-
-/// The judgment keys of a run's evaluators ([`judgment_key`]), with what does not depend on
-/// the case (each evaluator's identity and its judges' identities, in canonical JSON) computed
+/// The judgment cache keys of a run's evaluators on each executed case: sha256 of the canonical
+/// JSON of `{layer, evaluator: its identity, judges: its judges' identities, case: {id,
+/// expected}, execution: the execution key, content: the trace's [`trace_content`]}`, with
+/// what does not depend on the case (each evaluator's identity and its judges' identities, in canonical JSON) computed
 /// once per run. The canonical JSON of the key's object is written by splicing the parts in
 /// sorted key order (`case`, `content`, `evaluator`, `execution`, `judges`, `layer`), so the
 /// keys are exactly [`content_hash`] of that object.
@@ -183,7 +168,9 @@ mod tests {
                 "content": "content",
             }));
             assert_eq!(
-                judgment_key(e.as_ref(), &registry, "exec\\key", &case, "content"),
+                JudgmentKeys::new([e.as_ref()], &registry)
+                    .for_case(&case, "exec\\key", "content")
+                    .remove(0),
                 expected,
                 "{entry}"
             );
