@@ -43,7 +43,8 @@ pub fn located(e: &SourceError, path: &str, text: &str, overrides: &[String]) {
 fn line_count(path: &str, text: &str) -> usize {
     if path.ends_with(".yaml") {
         text.split('\n')
-            .map(|l| l.trim_end_matches('\r').split('\r').count())
+            // One `\r` before `\n` is part of that break; any other `\r` is a break of its own.
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r').count())
             .sum::<usize>()
     } else {
         text.lines().count()
