@@ -342,6 +342,26 @@ pub(crate) fn open_store(
     Ok(SqliteStore::open(&existing_store_path(location, dir)?)?)
 }
 
+/// Refuses (exit 2) a policy that decides on a judged criterion of `run` whose judge has no
+/// passing calibration (`oloproof calibrate`): `what` says which policy (`the policy gates
+/// on`, `the gate's threshold is on`).
+pub(crate) fn refuse_uncalibrated(
+    store: &SqliteStore,
+    run: &oloproof_core::run::LoadedRun,
+    criteria: &[String],
+    what: &str,
+) -> Result<(), CliError> {
+    let uncalibrated = oloproof_engine::calibrate::uncalibrated(store, run, criteria)?;
+    match uncalibrated.first() {
+        Some((criterion, judge, reason)) => Err(CliError::Usage(format!(
+            "{what} `{criterion}`, scored by judge `{judge}`, but {reason}; \
+             run `oloproof calibrate --judge {judge} --evaluator <type> --labels human.jsonl` \
+             with `calibration.{judge}.min_kappa` declared in oloproof.yaml, or gate on another criterion"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn runs(args: StoreArgs) -> Result<u8, CliError> {
     let store = open_store(&args.location, args.dir.as_deref())?;
     let runs = store.list_runs()?;

@@ -12,9 +12,10 @@ use oloproof_core::comparison::Gate;
 use oloproof_core::config::ConfigError;
 use oloproof_engine::gate::{evaluate_gate, GatePolicy};
 use oloproof_engine::history::{read_history, GitInfo};
+use oloproof_engine::run::EngineEvaluators;
 
 use crate::cli::ConfigLocation;
-use crate::commands::{load, open_store, CliError};
+use crate::commands::{load, open_store, refuse_uncalibrated, CliError};
 use crate::exit_codes;
 use crate::history_cmd::{entry_of, history_path};
 
@@ -23,7 +24,7 @@ pub(crate) struct GateArgs {
     /// The run to gate (`run_…`).
     pub(crate) run_id: String,
     /// The gate policy (YAML): `thresholds: [{criterion, min|max, on, window, interval}]`,
-    /// `max_missing_rate`.
+    /// `max_missing_rate`, `require_same_judge`.
     #[arg(long, value_name = "FILE")]
     pub(crate) policy: PathBuf,
     /// The score history that `window:` thresholds pool (default: `history:` of oloproof.yaml).
@@ -67,12 +68,24 @@ pub(crate) fn gate(args: GateArgs) -> Result<u8, CliError> {
     policy
         .check(&current)
         .map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
+    // A threshold on a judged criterion needs a judge that agrees with humans, as in compare.
+    let gated: Vec<String> = policy
+        .options()
+        .thresholds
+        .iter()
+        .map(|t| t.criterion.clone())
+        .collect();
+    let run = store.load_run_with(&args.run_id, &EngineEvaluators, |_| false, |_| {})?;
+    refuse_uncalibrated(&store, &run, &gated, "the gate has a threshold on")?;
     if policy.needs_history() && history_file.is_none() {
         return Err(CliError::Usage(format!(
             "{} has a `window:` threshold but there is no history to pool: pass --history FILE, or add `history: FILE` to oloproof.yaml",
             args.policy.display()
         )));
     }
+    policy
+        .check_judges(&current, &history)
+        .map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
     let report = evaluate_gate(
         &policy,
         &args.policy.display().to_string(),

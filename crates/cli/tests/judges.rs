@@ -254,12 +254,29 @@ fn calibration_gates_the_comparison() {
     )
     .unwrap();
     let policy = policy.to_str().unwrap();
+    // An absolute gate on the judged criterion is held to the same rule.
+    let gate = tmp.path().join("gate.yaml");
+    std::fs::write(
+        &gate,
+        "thresholds:\n  - {criterion: groundedness_judge, min: 0.0}\n",
+    )
+    .unwrap();
+    let gate = gate.to_str().unwrap();
 
-    // No calibration yet: the gate refuses to use this judge.
+    // No calibration yet: compare and gate refuse to use this judge.
     let refused = oloproof_env(&dir, &["compare", &cand, &base, "--policy", policy], &env);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(
         stderr(&refused).contains("has no calibration"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = oloproof_env(&dir, &["gate", &cand, "--policy", gate], &env);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(
+            "the gate has a threshold on `groundedness_judge`, scored by judge `default`, but it has no calibration"
+        ),
         "{}",
         stderr(&refused)
     );
@@ -328,6 +345,13 @@ fn calibration_gates_the_comparison() {
         "{}",
         stderr(&still)
     );
+    let still = oloproof_env(&dir, &["gate", &cand, "--policy", gate], &env);
+    assert_eq!(still.status.code(), Some(2));
+    assert!(
+        stderr(&still).contains("did not pass"),
+        "{}",
+        stderr(&still)
+    );
 
     // An agreeing calibration passes; the comparison then gates normally.
     let passed = oloproof_env(
@@ -354,5 +378,87 @@ fn calibration_gates_the_comparison() {
         "{}{}",
         stdout(&gated),
         stderr(&gated)
+    );
+    let gated = oloproof_env(&dir, &["gate", &cand, "--policy", gate], &env);
+    assert_eq!(
+        gated.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&gated),
+        stderr(&gated)
+    );
+
+    // A window pooling a baseline judged by another model: a warning, or a refusal on demand.
+    let history = tmp.path().join("h.jsonl");
+    let h = history.to_str().unwrap();
+    for run in [&base, &cand] {
+        let o = oloproof_env(&dir, &["history", "append", run, "--file", h], &env);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let lines = std::fs::read_to_string(&history).unwrap();
+    let (first, rest) = lines.split_once('\n').unwrap();
+    assert!(
+        first.contains(
+            r#""judges":[{"name":"default","provider":"openai","model":"judge-model-1"}]"#
+        ),
+        "{first}"
+    );
+    std::fs::write(
+        &history,
+        format!(
+            "{}\n{rest}",
+            first.replace("judge-model-1", "judge-model-0")
+        ),
+    )
+    .unwrap();
+    let window = tmp.path().join("window.yaml");
+    std::fs::write(
+        &window,
+        "thresholds:\n  - {criterion: groundedness_judge, min: 0.0, window: last_2_runs}\n",
+    )
+    .unwrap();
+    let pooled = oloproof_env(
+        &dir,
+        &[
+            "gate",
+            &cand,
+            "--policy",
+            window.to_str().unwrap(),
+            "--history",
+            h,
+        ],
+        &env,
+    );
+    assert_eq!(pooled.status.code(), Some(0), "{}", stderr(&pooled));
+    assert!(
+        stdout(&pooled).contains(&format!(
+            "warning: these runs were judged by different judge models ({base} openai/judge-model-0; {cand} openai/judge-model-1)"
+        )),
+        "{}",
+        stdout(&pooled)
+    );
+    std::fs::write(
+        &window,
+        "thresholds:\n  - {criterion: groundedness_judge, min: 0.0, window: last_2_runs}\nrequire_same_judge: true\n",
+    )
+    .unwrap();
+    let refused = oloproof_env(
+        &dir,
+        &[
+            "gate",
+            &cand,
+            "--policy",
+            window.to_str().unwrap(),
+            "--history",
+            h,
+        ],
+        &env,
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("window.yaml:3:1")
+            && stderr(&refused).contains("pools runs judged by different judge models"),
+        "{}",
+        stderr(&refused)
     );
 }

@@ -64,6 +64,20 @@ pub struct Pooled {
     pub runs: u64,
     /// Their run ids, oldest first.
     pub run_ids: Vec<String>,
+    /// Each pooled run's judges of the criterion, when the runs were not all judged by the
+    /// same judge models (the report warns; `require_same_judge: true` refuses); empty
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixed_judges: Vec<RunJudges>,
+}
+
+/// The judge models that scored one run's criterion.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RunJudges {
+    /// The run.
+    pub run_id: String,
+    /// Its judges as `provider/model`, sorted (empty: no judge recorded).
+    pub judges: Vec<String>,
 }
 
 /// One threshold's outcome.

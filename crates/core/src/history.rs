@@ -54,6 +54,11 @@ pub struct HistoryCriterion {
     pub missing: u64,
     /// Excluded verdicts.
     pub excluded: u64,
+    /// The judges that scored it (provider and model), for a judged criterion; empty for a
+    /// rule, and on lines written before criteria recorded their judges (then the line's
+    /// [`HistoryEntry::judge_models`] is all that is known).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<JudgeModel>,
 }
 
 impl HistoryCriterion {
@@ -78,6 +83,18 @@ pub struct JudgeModel {
     pub provider: Option<String>,
     /// The model (`null` when not declared).
     pub model: Option<String>,
+}
+
+impl JudgeModel {
+    /// `provider/model` (`?` for what was not declared): what two runs must share to be
+    /// judged alike (the name in `judges:` may differ).
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{}",
+            self.provider.as_deref().unwrap_or("?"),
+            self.model.as_deref().unwrap_or("?")
+        )
+    }
 }
 
 /// A recorded dataset's identity.
@@ -126,6 +143,24 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// The judge models (`provider/model`, sorted) that scored `criterion` on this line: the
+    /// criterion's own judges when recorded, else — a line written before criteria recorded
+    /// them — the run's judges; empty for a rule criterion or an unknown one.
+    pub fn judges_of(&self, criterion: &str) -> Vec<String> {
+        let Some(c) = self.criterion(criterion) else {
+            return Vec::new();
+        };
+        let judges = if c.judges.is_empty() {
+            &self.judge_models
+        } else {
+            &c.judges
+        };
+        let mut labels: Vec<String> = judges.iter().map(JudgeModel::label).collect();
+        labels.sort();
+        labels.dedup();
+        labels
+    }
+
     /// The criterion named `name`.
     pub fn criterion(&self, name: &str) -> Option<&HistoryCriterion> {
         self.criteria.iter().find(|c| c.criterion == name)

@@ -37,7 +37,7 @@
 //! pooled interval is then narrower than the evidence warrants — see `docs/statistics.md`.
 
 use oloproof_core::comparison::Gate;
-use oloproof_core::gate::{Bound, GateReport, GateVerdict, Pooled, ThresholdResult};
+use oloproof_core::gate::{Bound, GateReport, GateVerdict, Pooled, RunJudges, ThresholdResult};
 use oloproof_core::history::{HistoryCriterion, HistoryEntry, HistoryInterval};
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
 use oloproof_core::summary::SummaryKind;
@@ -122,6 +122,10 @@ pub struct GatePolicyOptions {
     /// Largest share of a criterion's cases that may be missing (default 0).
     #[serde(default)]
     pub max_missing_rate: f64,
+    /// Refuse (exit 2) a window that pools runs whose criterion was scored by different judge
+    /// models (default `false`: pool them and warn).
+    #[serde(default)]
+    pub require_same_judge: bool,
 }
 
 /// A parsed window.
@@ -248,6 +252,49 @@ impl GatePolicy {
     /// The policy as the file says it.
     pub fn options(&self) -> &GatePolicyOptions {
         &self.options
+    }
+
+    /// With `require_same_judge: true`, refuses a windowed threshold whose pooled runs were
+    /// judged by different judge models (provider and model; see
+    /// [`HistoryEntry::judges_of`]), with an error at `require_same_judge` naming the criterion
+    /// and each run's judges. Without it, every window may pool (the report warns).
+    pub fn check_judges(
+        &self,
+        current: &HistoryEntry,
+        history: &[HistoryEntry],
+    ) -> Result<(), SourceError> {
+        if !self.options.require_same_judge {
+            return Ok(());
+        }
+        for (t, window) in self.options.thresholds.iter().zip(&self.windows) {
+            let Some(w) = window else { continue };
+            let lines = window_lines(current, history, *w);
+            let mixed = mixed_judges(&lines, &t.criterion);
+            if mixed.is_empty() {
+                continue;
+            }
+            let listed: Vec<String> = mixed
+                .iter()
+                .map(|r| format!("{} ({})", r.run_id, r.judges.join(", ")))
+                .collect();
+            let mut err = self.doc.error_at(
+                "require_same_judge",
+                false,
+                format!(
+                    "the window `{}` on `{}` pools runs judged by different judge models: {}",
+                    t.window.as_deref().unwrap_or_default(),
+                    t.criterion,
+                    listed.join("; ")
+                ),
+            );
+            err.help = Some(
+                "narrow the window to the runs of one judge, re-run the older runs with the current judge, \
+                 or set `require_same_judge: false` to pool them with a warning"
+                    .into(),
+            );
+            return Err(err);
+        }
+        Ok(())
     }
 
     /// Whether any threshold reads the history.
@@ -385,6 +432,23 @@ fn pool(lines: &[&HistoryCriterion], method: ProportionInterval) -> Numbers {
     n
 }
 
+/// Each pooled run's judges of `criterion` when they are not all the same (empty when every
+/// line names the same judge models, or the criterion is not judged).
+fn mixed_judges(lines: &[&HistoryEntry], criterion: &str) -> Vec<RunJudges> {
+    let runs: Vec<RunJudges> = lines
+        .iter()
+        .filter(|e| e.criterion(criterion).is_some())
+        .map(|e| RunJudges {
+            run_id: e.run_id.clone(),
+            judges: e.judges_of(criterion),
+        })
+        .collect();
+    match runs.first() {
+        Some(first) if runs.iter().any(|r| r.judges != first.judges) => runs,
+        _ => Vec::new(),
+    }
+}
+
 /// The gated run and the history lines of the same system before it, oldest first, that
 /// `window` keeps.
 fn window_lines<'a>(
@@ -459,6 +523,7 @@ pub fn evaluate_gate(
                     window: t.window.clone().unwrap_or_default(), // no window: all runs
                     runs: with.len() as u64,
                     run_ids: with.iter().map(|(e, _)| e.run_id.clone()).collect(),
+                    mixed_judges: mixed_judges(&lines, &t.criterion),
                 };
                 (numbers, Some(pooled))
             }
@@ -587,6 +652,7 @@ mod tests {
             observed: n,
             missing,
             excluded: 0,
+            judges: Vec::new(),
         }
     }
 
@@ -608,6 +674,7 @@ mod tests {
             observed: n,
             missing: 0,
             excluded: 0,
+            judges: Vec::new(),
         }
     }
 
@@ -631,6 +698,81 @@ mod tests {
 
     fn policy(text: &str) -> GatePolicy {
         GatePolicy::parse("gate.yaml", text).unwrap()
+    }
+
+    fn judged_by(mut c: HistoryCriterion, model: &str) -> HistoryCriterion {
+        c.judges = vec![oloproof_core::history::JudgeModel {
+            name: "default".into(),
+            provider: Some("openai".into()),
+            model: Some(model.into()),
+        }];
+        c
+    }
+
+    #[test]
+    fn a_window_over_different_judges_warns_or_is_refused() {
+        let old = entry(
+            "r1",
+            0,
+            "s",
+            vec![judged_by(proportion("grounded", 8, 10, 0), "gpt-4o")],
+        );
+        let same = entry(
+            "r2",
+            1,
+            "s",
+            vec![judged_by(proportion("grounded", 9, 10, 0), "gpt-4o")],
+        );
+        let newer = entry(
+            "r3",
+            2,
+            "s",
+            vec![judged_by(proportion("grounded", 9, 10, 0), "gpt-5")],
+        );
+        let text = "thresholds:\n  - {criterion: grounded, min: 0.5, window: last_3_runs}\n";
+        // One judge model over the window: nothing to say.
+        let p = policy(text);
+        assert!(p.check_judges(&same, &[old.clone(), same.clone()]).is_ok());
+        let r = evaluate_gate(&p, "gate.yaml", &same, &[old.clone(), same.clone()]);
+        assert!(r.thresholds[0]
+            .pooled
+            .as_ref()
+            .unwrap()
+            .mixed_judges
+            .is_empty());
+        // Two: pooled, each run's judges recorded for the warning.
+        let history = [old.clone(), same.clone(), newer.clone()];
+        let r = evaluate_gate(&p, "gate.yaml", &newer, &history);
+        let mixed = &r.thresholds[0].pooled.as_ref().unwrap().mixed_judges;
+        assert_eq!(mixed.len(), 3);
+        assert_eq!(mixed[0].judges, ["openai/gpt-4o"]);
+        assert_eq!(mixed[2].judges, ["openai/gpt-5"]);
+        assert!(p.check_judges(&newer, &history).is_ok());
+        // Refused when the policy requires one judge; a window of one run always passes.
+        let strict = policy(&format!("{text}require_same_judge: true\n"));
+        let err = strict.check_judges(&newer, &history).unwrap_err();
+        assert!(
+            matches!(
+                err.origin,
+                oloproof_core::source::Origin::File { line: 3, .. }
+            ),
+            "{:?}",
+            err.origin
+        );
+        assert!(
+            err.message
+                .contains("r1 (openai/gpt-4o); r2 (openai/gpt-4o); r3 (openai/gpt-5)"),
+            "{}",
+            err.message
+        );
+        let one = policy(
+            "thresholds:\n  - {criterion: grounded, min: 0.5, window: last_1_runs}\nrequire_same_judge: true\n",
+        );
+        assert!(one.check_judges(&newer, &history).is_ok());
+        // A line written before criteria recorded their judges falls back on the run's.
+        let mut legacy = entry("r0", -1, "s", vec![proportion("grounded", 8, 10, 0)]);
+        legacy.judge_models = old.criteria[0].judges.clone();
+        assert_eq!(legacy.judges_of("grounded"), ["openai/gpt-4o"]);
     }
 
     #[test]

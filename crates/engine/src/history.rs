@@ -12,7 +12,7 @@
 //! Timestamps are the run's creation time in UTC, RFC 3339 with a `Z` (`2026-09-16T12:00:00Z`),
 //! so a line appended later (`oloproof history append RUN_ID`) still carries the run's date.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -82,31 +82,33 @@ fn render(errors: &[SourceError]) -> String {
 pub fn entry_for_run(run: &LoadedRun, summary: &RunSummary, git: GitInfo) -> HistoryEntry {
     let settings = &run.settings;
     let mut names = BTreeSet::new();
+    // Per criterion, the judges that score it.
+    let mut by_criterion: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     // Stored entries that no longer build name no judge here (the run still has a line).
     let evaluators = crate::evaluators::build_all(&settings.options.evaluators).unwrap_or_default();
     for ev in &evaluators {
         if let Some(j) = ev.judge_choice() {
-            names.extend(j.llm_judges());
-            names.extend(j.embedding_judge.clone());
+            let judges = by_criterion.entry(ev.criterion().to_string()).or_default();
+            judges.extend(j.llm_judges());
+            judges.extend(j.embedding_judge.clone());
+            names.extend(judges.iter().cloned());
         }
     }
-    let judge_models = names
-        .into_iter()
-        .map(|name| {
-            let declared = settings.options.judges.get(&name);
-            let field = |k: &str| {
-                declared
-                    .and_then(|v| v.get(k))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            };
-            JudgeModel {
-                provider: field("provider"),
-                model: field("model"),
-                name,
-            }
-        })
-        .collect();
+    let model_of = |name: &String| {
+        let declared = settings.options.judges.get(name);
+        let field = |k: &str| {
+            declared
+                .and_then(|v| v.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        JudgeModel {
+            provider: field("provider"),
+            model: field("model"),
+            name: name.clone(),
+        }
+    };
+    let judge_models = names.iter().map(model_of).collect();
     let criteria = summary
         .criteria
         .iter()
@@ -143,6 +145,10 @@ pub fn entry_for_run(run: &LoadedRun, summary: &RunSummary, git: GitInfo) -> His
                 observed: c.observed,
                 missing: c.missing,
                 excluded: c.excluded,
+                judges: by_criterion
+                    .get(&c.criterion)
+                    .map(|names| names.iter().map(model_of).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();

@@ -118,6 +118,24 @@ pub fn gate_report(report: &GateReport) -> String {
                 if total == 1 { "" } else { "s" },
                 r.observed
             ));
+            if !p.mixed_judges.is_empty() {
+                let runs: Vec<String> = p
+                    .mixed_judges
+                    .iter()
+                    .map(|j| {
+                        let judges = if j.judges.is_empty() {
+                            "no judge recorded".to_string()
+                        } else {
+                            j.judges.join(", ")
+                        };
+                        format!("{} {judges}", j.run_id)
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "  warning: these runs were judged by different judge models ({}); their scores may not be comparable (`require_same_judge: true` refuses such a window)\n",
+                    runs.join("; ")
+                ));
+            }
         }
     }
     if report

@@ -429,6 +429,7 @@ mod tests {
                 observed: if k.is_some() { 13 } else { 0 },
                 missing: if k.is_some() { 0 } else { 13 },
                 excluded: 0,
+                judges: Vec::new(),
             }],
         }
     }
