@@ -462,3 +462,49 @@ fn calibration_gates_the_comparison() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn failure_modes_are_asked_for_and_counted_per_run() {
+    let server = MockServer::start();
+    server.respond_with(|req| {
+        let text = req.body.to_string();
+        // A strict provider answers `null` for a supported answer; others leave it out.
+        let reply = if text.contains("delta beta") {
+            json!({"reason": "names the wrong product", "grounded": 0, "failure_mode": "wrong_entity"})
+        } else {
+            json!({"reason": "checked", "grounded": 1, "failure_mode": null})
+        };
+        MockReply::json(reply).with_usage(100, 10)
+    });
+    let (_tmp, dir) = project_with_judge(&server, "");
+    let env = [(KEY_ENV, KEY)];
+    let o = oloproof_env(&dir, &["run", "."], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "Failure modes: groundedness_judge — wrong_entity 1 (cases the judge said so of)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // The optional field is declared nullable and, for the strict schema, required.
+    let sent: serde_json::Value =
+        serde_json::from_str(&server.requests()[0].body.to_string()).unwrap();
+    let schema = &sent["response_format"]["json_schema"]["schema"];
+    assert_eq!(
+        schema["required"],
+        json!(["reason", "grounded", "failure_mode"])
+    );
+    assert_eq!(
+        schema["properties"]["failure_mode"]["type"],
+        json!(["string", "null"])
+    );
+    let prompt = sent["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.contains("\"stale_fact\""), "{prompt}");
+    let s = oloproof_env(&dir, &["run", ".", "--json"], &env);
+    let s: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert_eq!(
+        s["criteria"][0]["failure_modes"],
+        json!({"wrong_entity": 1})
+    );
+}

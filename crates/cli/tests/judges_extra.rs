@@ -334,3 +334,86 @@ fn embeddings_are_cached_in_the_store_between_runs() {
         );
     }
 }
+
+#[test]
+fn rubric_judge_writes_its_evaluation_steps_once_then_scores_with_them() {
+    let server = MockServer::start();
+    server.respond_with(|req| match template(req).as_str() {
+        "evaluation_steps" => MockReply::json(
+            json!({"steps": ["Read the question.", "Check the answer names the greek letter asked for.", ""]}),
+        ),
+        "rubric" => MockReply::json(json!({"reason": "fine", "score": 4})),
+        other => panic!("unexpected template {other}"),
+    });
+    let (tmp, dir) = project_with_judges(
+        &[("default", &server, "judge-model-1")],
+        "  - {type: rubric_judge, judge: default, evaluation_criterion: \"The answer names the letter the question asks for.\"}
+",
+    );
+    let s = run_json(&dir, &["run", ".", "--json"]);
+    assert_eq!(criterion(&s, "rubric_judge")["value"].as_f64(), Some(4.0));
+    let reqs = server.requests();
+    // One steps call for the run (two workers), then one score per case.
+    let steps: Vec<_> = reqs
+        .iter()
+        .filter(|r| template(r) == "evaluation_steps")
+        .collect();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(reqs.len(), 5);
+    let steps_user = steps[0].body["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(
+        steps_user,
+        "Evaluation criterion: The answer names the letter the question asks for."
+    );
+    // Every score is asked with the criterion and its steps as the rubric.
+    let scored = reqs.iter().find(|r| template(r) == "rubric").unwrap();
+    let system = scored.body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Evaluation steps:\n1. Read the question.\n2. Check the answer names the greek letter asked for.\n\n"),
+        "{system}"
+    );
+    // Stored with each case and shown.
+    let run = s["run_id"].as_str().unwrap().to_string();
+    let shown = oloproof_env(&dir, &["show", &run, "--case", "alpha"], &[(KEY_ENV, KEY)]);
+    let shown = stdout(&shown);
+    assert!(
+        shown.contains("evaluation steps (written by the judge) for: The answer names the letter the question asks for.\n      1. Read the question.\n      2. Check the answer names the greek letter asked for.\n"),
+        "{shown}"
+    );
+    // A second run asks nothing: the steps come from the cache like the scores.
+    run_json(&dir, &["run", ".", "--json"]);
+    assert_eq!(server.requests().len(), 5);
+
+    // Steps written in the config: no steps call.
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        config.replace(
+            "asks for.\"}",
+            "asks for.\", evaluation_steps: [\"Compare the letter.\"]}",
+        ),
+    )
+    .unwrap();
+    run_json(&dir, &["run", ".", "--json"]);
+    let after = server.requests();
+    assert_eq!(after.len(), 9, "four new scores, no steps call");
+    assert!(after[5..].iter().all(|r| template(r) == "rubric"));
+
+    // `rubric:` and `evaluation_criterion:` exclude each other (exit 2, located).
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        config.replace(
+            "evaluation_criterion:",
+            "rubric: \"1 = bad, 5 = good\", evaluation_criterion:",
+        ),
+    )
+    .unwrap();
+    let o = oloproof_env(&dir, &["run", "."], &[(KEY_ENV, KEY)]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = redact(&transcript(&o, tmp.path()), tmp.path());
+    assert!(
+        t.contains("give `rubric:` or `evaluation_criterion:`, not both")
+            && t.contains("evaluators[0].evaluation_criterion"),
+        "{t}"
+    );
+}

@@ -50,6 +50,11 @@ pub struct CriterionSummary {
     /// Exclusions by reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub excluded_reasons: BTreeMap<String, u64>,
+    /// Cases whose judge named each failure mode (`fabrication`, `overgeneralisation`,
+    /// `wrong_entity`, `stale_fact`, `other`) for an unsupported answer or claim: a case counts
+    /// once per mode, whatever the number of claims, repeats or judges that named it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failure_modes: BTreeMap<String, u64>,
 }
 
 /// One slice value's summaries.

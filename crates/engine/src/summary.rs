@@ -11,7 +11,7 @@
 //! The summary's types are data every reader of the store shares and live in
 //! `oloproof_core::summary`; this module computes them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use oloproof_core::case::Case;
 use oloproof_core::summary::{
@@ -108,6 +108,32 @@ pub fn repeat_agreement(
     out
 }
 
+/// The failure modes a judge named in one verdict's detail (`failure_mode` keys at any depth:
+/// the judgment, its claims, its repeats and ensemble members), each once.
+pub fn failure_modes(detail: &Value) -> BTreeSet<String> {
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v) {
+                        ("failure_mode", Value::String(mode)) => {
+                            out.insert(mode.clone());
+                        }
+                        // The judge calls' raw replies repeat what the result holds.
+                        ("calls", _) => {}
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(detail, &mut out);
+    out
+}
+
 /// One finished case as the summary reads it.
 pub struct CaseOutcome<'a> {
     /// The case.
@@ -154,6 +180,7 @@ pub fn summarize_criterion(
         missing,
         excluded,
         excluded_reasons: reasons,
+        failure_modes: BTreeMap::new(),
     };
     if n == 0 {
         // A pass/fail criterion with nothing observed reads `0 / 0 observed`, not a mean.
@@ -266,17 +293,19 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         .collect();
     let run_job = |&(g, c): &(usize, usize)| -> CriterionSummary {
         let (name, kind) = &inputs.criteria[c];
-        let verdicts: Vec<&Verdict> = groups[g]
+        let judged: Vec<&CriterionVerdict> = groups[g]
             .1
             .iter()
-            .filter_map(|o| {
-                o.verdicts
-                    .iter()
-                    .find(|v| &v.criterion == name)
-                    .map(|v| &v.verdict)
-            })
+            .filter_map(|o| o.verdicts.iter().find(|v| &v.criterion == name))
             .collect();
-        summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples)
+        let verdicts: Vec<&Verdict> = judged.iter().map(|v| &v.verdict).collect();
+        let mut s = summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples);
+        for v in judged {
+            for mode in failure_modes(&v.detail) {
+                *s.failure_modes.entry(mode).or_insert(0) += 1;
+            }
+        }
+        s
     };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())

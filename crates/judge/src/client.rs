@@ -792,11 +792,11 @@ impl JudgeClient {
                     "type": "json_schema",
                     "json_schema": {
                         "name": schema_name(&request.template_id),
-                        "schema": if strip_bounds {
+                        "schema": schema::strict(&if strip_bounds {
                             schema::without_bounds(&request.schema)
                         } else {
                             request.schema.clone()
-                        },
+                        }),
                         "strict": true,
                     }
                 });

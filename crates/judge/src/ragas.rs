@@ -144,7 +144,19 @@ fn extract_claims(
     Ok(claims)
 }
 
-/// Verifies `claims` against `context`; per claim (supported, reason).
+/// One claim as the claim-verification judge saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct ClaimCheck {
+    /// The claim can be inferred from the context.
+    supported: bool,
+    /// The judge's reason.
+    reason: String,
+    /// Why it is not supported (one of [`templates::FAILURE_MODES`]), when the judge said;
+    /// never kept for a supported claim.
+    failure_mode: Option<String>,
+}
+
+/// Verifies `claims` against `context`, in claim order.
 fn verify_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
@@ -152,7 +164,7 @@ fn verify_claims(
     claims: &[String],
     repeat: u32,
     calls: &mut Vec<CallRecord>,
-) -> Result<Vec<(bool, String)>, JudgeError> {
+) -> Result<Vec<ClaimCheck>, JudgeError> {
     let n = claims.len();
     let check = move |v: &Value| check_ids(v, "verdicts", n);
     let record = judge.judge(
@@ -161,18 +173,31 @@ fn verify_claims(
         &check,
     )?;
     let flags = flags_by_id(&record.parsed, "verdicts", "verdict", n);
+    let modes = templates::strings_by_id(&record.parsed, "verdicts", "failure_mode", n);
     calls.push(record);
-    Ok(flags)
+    Ok(flags
+        .into_iter()
+        .zip(modes)
+        .map(|((supported, reason), mode)| ClaimCheck {
+            supported,
+            reason,
+            failure_mode: mode.filter(|_| !supported),
+        })
+        .collect())
 }
 
-fn claims_detail(claims: &[String], flags: &[(bool, String)]) -> Value {
+fn claims_detail(claims: &[String], checks: &[ClaimCheck]) -> Value {
     Value::Array(
         claims
             .iter()
-            .zip(flags)
-            .map(
-                |(c, (ok, reason))| json!({"claim": c, "verdict": u8::from(*ok), "reason": reason}),
-            )
+            .zip(checks)
+            .map(|(c, check)| {
+                let mut item = json!({"claim": c, "verdict": u8::from(check.supported), "reason": check.reason});
+                if let Some(mode) = &check.failure_mode {
+                    item["failure_mode"] = json!(mode);
+                }
+                item
+            })
             .collect(),
     )
 }
@@ -201,7 +226,7 @@ pub fn faithfulness(
         ));
     }
     let flags = verify_claims(judge, cache, sample.contexts, &claims, repeat, &mut calls)?;
-    let supported = flags.iter().filter(|f| f.0).count();
+    let supported = flags.iter().filter(|f| f.supported).count();
     let detail = json!({"claims": claims_detail(&claims, &flags), "supported": supported, "total": claims.len()});
     Ok(JudgedScore::value(
         supported as f64 / claims.len() as f64,
@@ -227,7 +252,13 @@ pub fn groundedness_judge(
         .get("grounded")
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
-    let detail = json!({"grounded": grounded as u8, "reason": record.parsed.get("reason")});
+    let mut detail = json!({"grounded": grounded as u8, "reason": record.parsed.get("reason")});
+    // Why it is not grounded, when the judge said (never kept for a grounded answer).
+    if let Some(mode) = record.parsed.get("failure_mode").and_then(Value::as_str) {
+        if grounded < 1.0 {
+            detail["failure_mode"] = json!(mode);
+        }
+    }
     Ok(JudgedScore::value(grounded, detail, vec![record]))
 }
 
@@ -434,7 +465,7 @@ pub fn factual_correctness(
             &mut calls,
         )?;
         (
-            Some(flags.iter().filter(|f| f.0).count() as f64 / ans_claims.len() as f64),
+            Some(flags.iter().filter(|f| f.supported).count() as f64 / ans_claims.len() as f64),
             flags,
         )
     };
@@ -449,7 +480,7 @@ pub fn factual_correctness(
             repeat,
             &mut calls,
         )?;
-        flags.iter().filter(|f| f.0).count() as f64 / ref_claims.len() as f64
+        flags.iter().filter(|f| f.supported).count() as f64 / ref_claims.len() as f64
     };
     let p = precision.unwrap_or(0.0);
     let f1 = if p + recall > 0.0 {
@@ -592,7 +623,8 @@ pub fn noise_sensitivity(
         .iter()
         .zip(&correct)
         .zip(&ans_support)
-        .map(|((claim, (ok, reason)), chunks)| {
+        .map(|((claim, check), chunks)| {
+            let (ok, reason) = (&check.supported, &check.reason);
             let by_relevant = chunks.iter().any(|&c| relevant.get(c) == Some(&true));
             let by_irrelevant =
                 !by_relevant && chunks.iter().any(|&c| relevant.get(c) == Some(&false));
@@ -918,6 +950,45 @@ pub fn rubric_judge_with(
         ),
     };
     Ok(JudgedScore::value(value, detail, vec![record]))
+}
+
+/// G-Eval's first step: the evaluation steps `judge` writes for `criterion` (one call,
+/// through the cache: the same for every case and repeat). Empty steps are dropped; a reply
+/// with none left is an error.
+pub fn evaluation_steps(
+    judge: &JudgeClient,
+    cache: &dyn JudgeCache,
+    criterion: &str,
+) -> Result<(Vec<String>, CallRecord), JudgeError> {
+    let check = |v: &Value| {
+        let steps = v.get("steps").and_then(Value::as_array);
+        match steps {
+            Some(s)
+                if s.iter()
+                    .any(|x| x.as_str().is_some_and(|t| !t.trim().is_empty())) =>
+            {
+                Ok(())
+            }
+            _ => Err(ReplyError::new(
+                "`steps` holds no evaluation step: write at least one",
+            )),
+        }
+    };
+    let record = judge.judge(cache, &templates::evaluation_steps(criterion), &check)?;
+    let steps = record
+        .parsed
+        .get("steps")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((steps, record))
 }
 
 /// Pairwise preference run in both orders (A/B, then B/A): the winner is kept only when both

@@ -163,6 +163,27 @@ pub fn without_bounds(schema: &Value) -> Value {
     }
 }
 
+/// The schema as a strict structured-output request must send it (OpenAI's `strict: true`
+/// requires every property of an object to be listed in `required`): each object's optional
+/// properties are added to `required`. The templates declare optional properties nullable
+/// (`"type": [T, "null"]`), so a strict provider answers `null` where another judge leaves the
+/// key out, and both replies validate against the schema as declared.
+pub fn strict(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out: serde_json::Map<String, Value> =
+                map.iter().map(|(k, v)| (k.clone(), strict(v))).collect();
+            if let Some(Value::Object(props)) = map.get("properties") {
+                let required: Vec<Value> = props.keys().map(|k| Value::String(k.clone())).collect();
+                out.insert("required".into(), Value::Array(required));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(strict).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Parses a judge's text reply as JSON: the whole text, else the text inside a Markdown code
 /// fence, else the span from the first `{` to the last `}`.
 pub fn parse_reply(raw: &str) -> Result<Value, ReplyError> {
@@ -198,6 +219,36 @@ pub fn parse_reply(raw: &str) -> Result<Value, ReplyError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn strict_requires_every_property_and_both_replies_validate() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"grounded": {"type": "integer"},
+                           "failure_mode": {"type": ["string", "null"], "enum": ["fabrication", null]},
+                           "items": {"type": "array", "items": {"type": "object",
+                               "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]}},
+                               "required": ["a"]}}},
+            "required": ["grounded", "items"]});
+        let s = strict(&schema);
+        assert_eq!(s["required"], json!(["grounded", "failure_mode", "items"]));
+        assert_eq!(
+            s["properties"]["items"]["items"]["required"],
+            json!(["a", "b"])
+        );
+        // As declared: the optional key may be absent or null, never outside its list.
+        for ok in [
+            json!({"grounded": 1, "items": []}),
+            json!({"grounded": 0, "failure_mode": null, "items": [{"a": 1, "b": null}]}),
+            json!({"grounded": 0, "failure_mode": "fabrication", "items": [{"a": 1}]}),
+        ] {
+            assert!(validate(&schema, &ok).is_ok(), "{ok}");
+        }
+        assert!(validate(
+            &schema,
+            &json!({"grounded": 0, "failure_mode": "guess", "items": []})
+        )
+        .is_err());
+    }
 
     fn schema() -> Value {
         json!({

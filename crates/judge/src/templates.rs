@@ -24,10 +24,10 @@ pub struct Template {
     pub description: &'static str,
 }
 
-/// Binary groundedness: `{"reason", "grounded": 0|1}`.
+/// Binary groundedness: `{"reason", "grounded": 0|1, "failure_mode"?}`.
 pub const GROUNDEDNESS: Template = Template {
     id: "groundedness",
-    version: 1,
+    version: 2,
     description: "is every factual claim of the answer supported by the context (0/1)",
 };
 /// Rubric score: `{"reason", "score": 1..5}`.
@@ -54,10 +54,10 @@ pub const CLAIM_EXTRACTION: Template = Template {
     version: 1,
     description: "break an answer into atomic, self-contained claims",
 };
-/// Claim verification (NLI): per claim, `{"id", "reason", "verdict": 0|1}`.
+/// Claim verification (NLI): per claim, `{"id", "reason", "verdict": 0|1, "failure_mode"?}`.
 pub const CLAIM_VERIFICATION: Template = Template {
     id: "claim_verification",
-    version: 1,
+    version: 2,
     description: "can each claim be inferred from the context",
 };
 /// Question generation for answer relevancy: `{"questions": [{"question", "noncommittal"}]}`.
@@ -87,6 +87,14 @@ pub const CLAIM_ATTRIBUTION: Template = Template {
     description: "which retrieved chunks support each claim",
 };
 
+/// G-Eval's first step: the evaluation steps for one criterion written in a sentence,
+/// `{"steps": [string]}`.
+pub const EVALUATION_STEPS: Template = Template {
+    id: "evaluation_steps",
+    version: 1,
+    description: "write the evaluation steps for a criterion (G-Eval auto chain-of-thought)",
+};
+
 /// Test-set synthesis: one question with its reference answer and verbatim evidence,
 /// `{"question", "answer", "evidence": [{"passage", "quote"}]}`.
 pub const QUESTION_SYNTHESIS: Template = Template {
@@ -107,8 +115,33 @@ pub const ALL: &[Template] = &[
     CONTEXT_PRECISION,
     CONTEXT_RECALL,
     CLAIM_ATTRIBUTION,
+    EVALUATION_STEPS,
     QUESTION_SYNTHESIS,
 ];
+
+/// Why an answer or a claim is not supported, as the groundedness and claim-verification
+/// judges may say it (`failure_mode`, optional, `null` when supported): a claim the context
+/// does not contain (`fabrication`), one broader than what the context supports
+/// (`overgeneralisation`), a fact attached to the wrong person, product or thing
+/// (`wrong_entity`), a fact the context states differently or as outdated (`stale_fact`), or
+/// `other`. Counted per run in the summary.
+pub const FAILURE_MODES: &[&str] = &[
+    "fabrication",
+    "overgeneralisation",
+    "wrong_entity",
+    "stale_fact",
+    "other",
+];
+
+/// What the prompt says of [`FAILURE_MODES`].
+const FAILURE_MODE_INSTRUCTION: &str = "\"failure_mode\" says why an unsupported answer or claim fails: \"fabrication\" (the context does not contain it), \"overgeneralisation\" (broader than what the context supports), \"wrong_entity\" (a fact attached to the wrong person, product or thing), \"stale_fact\" (the context states it differently or as outdated) or \"other\"; it is null when supported.";
+
+/// The optional `failure_mode` property: one of [`FAILURE_MODES`] or `null`.
+fn failure_mode() -> Value {
+    let mut modes: Vec<Value> = FAILURE_MODES.iter().map(|m| json!(m)).collect();
+    modes.push(Value::Null);
+    json!({"type": ["string", "null"], "enum": modes})
+}
 
 /// The rubric of the evaluator design guide (1 = irrelevant … 5 = correct, complete,
 /// well-structured).
@@ -142,6 +175,17 @@ fn object(properties: Value) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
+/// [`object`] with the optional, nullable properties `optional` (not required: a judge may
+/// leave them out; a strict provider is sent them as required and nullable, see
+/// [`crate::schema::strict`]).
+fn object_with_optional(properties: Value, optional: &[(&str, Value)]) -> Value {
+    let mut o = object(properties);
+    for (key, schema) in optional {
+        o["properties"][*key] = schema.clone();
+    }
+    o
+}
+
 fn flag() -> Value {
     json!({"type": "integer", "enum": [0, 1]})
 }
@@ -152,11 +196,17 @@ fn reason() -> Value {
 
 /// An array of `n` verdict objects with an integer `id` and the given fields.
 fn verdicts(n: usize, verdict_field: &str) -> Value {
+    verdicts_with_optional(n, verdict_field, &[])
+}
+
+/// [`verdicts`] whose objects may also carry the optional properties `optional`.
+fn verdicts_with_optional(n: usize, verdict_field: &str, optional: &[(&str, Value)]) -> Value {
     let mut props = serde_json::Map::new();
     props.insert("id".into(), json!({"type": "integer"}));
     props.insert("reason".into(), reason());
     props.insert(verdict_field.into(), flag());
-    json!({"type": "array", "items": object(Value::Object(props)), "minItems": n, "maxItems": n})
+    let items = object_with_optional(Value::Object(props), optional);
+    json!({"type": "array", "items": items, "minItems": n, "maxItems": n})
 }
 
 /// Numbered list `[1] …` of `items`.
@@ -214,6 +264,27 @@ pub fn check_ids(parsed: &Value, key: &str, n: usize) -> Result<(), ReplyError> 
     Ok(())
 }
 
+/// The optional string field `field` of each object of `parsed[key]`, ordered by id (call
+/// after [`check_ids`]); `None` where it is absent or `null`.
+pub fn strings_by_id(parsed: &Value, key: &str, field: &str, n: usize) -> Vec<Option<String>> {
+    let mut out = vec![None; n];
+    for item in parsed
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(id) = item.get("id").and_then(Value::as_f64) else {
+            continue;
+        };
+        let idx = id as usize;
+        if idx >= 1 && idx <= n {
+            out[idx - 1] = item.get(field).and_then(Value::as_str).map(str::to_string);
+        }
+    }
+    out
+}
+
 /// The verdict flags of `parsed[key]`, ordered by id (call after [`check_ids`]).
 pub fn flags_by_id(parsed: &Value, key: &str, field: &str, n: usize) -> Vec<(bool, String)> {
     let mut out = vec![(false, String::new()); n];
@@ -247,11 +318,10 @@ pub fn groundedness(
     answer: &str,
     repeat_index: u32,
 ) -> JudgeRequest {
-    let system = "You are an evaluator. Given a question, a context and an answer, return exactly one JSON \
-object {\"reason\": one short sentence, \"grounded\": 0 or 1}. The answer is grounded (1) only if every \
+    let system = format!("You are an evaluator. Given a question, a context and an answer, return exactly one JSON \
+object {{\"reason\": one short sentence, \"grounded\": 0 or 1, \"failure_mode\": see below}}. The answer is grounded (1) only if every \
 factual claim in it is supported by the context. Claims inferred beyond what the context states are not \
-grounded. An answer that makes no factual claim (for example a refusal) is grounded."
-        .to_string();
+grounded. An answer that makes no factual claim (for example a refusal) is grounded. {FAILURE_MODE_INSTRUCTION}");
     let user = format!(
         "Question: {question}\n\nContext:\n{}\n\nAnswer: {answer}",
         numbered(context)
@@ -260,7 +330,10 @@ grounded. An answer that makes no factual claim (for example a refusal) is groun
         GROUNDEDNESS,
         system,
         user,
-        object(json!({"reason": reason(), "grounded": flag()})),
+        object_with_optional(
+            json!({"reason": reason(), "grounded": flag()}),
+            &[("failure_mode", failure_mode())],
+        ),
         repeat_index,
     )
 }
@@ -300,6 +373,43 @@ pub fn rubric_in_context(
         ));
     }
     r
+}
+
+/// Most evaluation steps [`evaluation_steps`] asks for.
+pub const MAX_EVALUATION_STEPS: usize = 8;
+
+/// G-Eval's first step (Liu et al. 2023, "G-Eval: NLG Evaluation using GPT-4 with Better
+/// Human Alignment"): from a criterion written in one sentence, the steps a grader follows
+/// to score an answer 1 to 5 on it, `{"steps": [string]}` (1 to [`MAX_EVALUATION_STEPS`]).
+/// Asked once per judge and criterion (repeat 0), then used by every case's score through
+/// [`rubric_with_steps`].
+pub fn evaluation_steps(criterion: &str) -> JudgeRequest {
+    let system = format!(
+        "You write evaluation steps. Given one evaluation criterion for answers to user \
+questions, write the concrete steps a careful grader follows to score an answer from 1 (does not meet \
+the criterion at all) to 5 (fully meets it): what to read, what to check, what lowers the score. Write \
+between 3 and {MAX_EVALUATION_STEPS} short imperative steps. Return one JSON object {{\"steps\": [string]}}."
+    );
+    let user = format!("Evaluation criterion: {}", criterion.trim());
+    let schema = object(
+        json!({"steps": {"type": "array", "items": {"type": "string"},
+        "minItems": 1, "maxItems": MAX_EVALUATION_STEPS}}),
+    );
+    request(EVALUATION_STEPS, system, user, schema, 0)
+}
+
+/// The rubric text of a G-Eval score: the criterion, then its numbered evaluation steps (the
+/// rubric [`rubric`] shows the judge).
+pub fn rubric_with_steps(criterion: &str, steps: &[String]) -> String {
+    let mut out = format!(
+        "Evaluation criterion: {}\n\nEvaluation steps:",
+        criterion.trim()
+    );
+    for (i, step) in steps.iter().enumerate() {
+        out.push_str(&format!("\n{}. {}", i + 1, step.trim()));
+    }
+    out.push_str("\n\n1 = does not meet the criterion at all; 5 = fully meets it.");
+    out
 }
 
 /// Which of two answers is better (guide template 3). Run it in both orders with
@@ -376,17 +486,21 @@ pub fn claim_verification(
     claims: &[String],
     repeat_index: u32,
 ) -> JudgeRequest {
-    let system = "Judge each numbered claim against the context. verdict is 1 if the claim can be directly \
+    let system = format!("Judge each numbered claim against the context. verdict is 1 if the claim can be directly \
 inferred from the context, 0 if it cannot (contradicted, or not stated). Use only the context, not your \
-own knowledge. Return one JSON object {\"verdicts\": [{\"id\": the claim number, \"reason\": one short \
-sentence, \"verdict\": 0 or 1}]} with exactly one verdict per claim, in order."
-        .to_string();
+own knowledge. Return one JSON object {{\"verdicts\": [{{\"id\": the claim number, \"reason\": one short \
+sentence, \"verdict\": 0 or 1, \"failure_mode\": see below}}]}} with exactly one verdict per claim, in order. \
+{FAILURE_MODE_INSTRUCTION}");
     let user = format!(
         "Context:\n{}\n\nClaims:\n{}",
         numbered(context),
         numbered(claims)
     );
-    let schema = object(json!({"verdicts": verdicts(claims.len(), "verdict")}));
+    let schema = object(json!({"verdicts": verdicts_with_optional(
+        claims.len(),
+        "verdict",
+        &[("failure_mode", failure_mode())]
+    )}));
     request(CLAIM_VERIFICATION, system, user, schema, repeat_index)
 }
 

@@ -85,7 +85,8 @@ fn openai_request_uses_json_schema_and_reports_usage_and_cost() {
     assert_eq!(b["response_format"]["json_schema"]["strict"], true);
     assert_eq!(
         b["response_format"]["json_schema"]["schema"]["required"],
-        json!(["reason", "grounded"])
+        json!(["reason", "grounded", "failure_mode"]),
+        "strict mode: the optional, nullable failure_mode is sent as required"
     );
     assert_eq!(b["messages"][0]["role"], "system");
     assert_eq!(b["messages"][1]["role"], "user");

@@ -125,8 +125,13 @@ fn gguf_chat_model_judges_or_fails_cleanly() {
         }
         Err(e) => {
             // A 135M model often cannot follow the schema: an output error after the repair
-            // attempt, never a judgment, and nothing cached.
-            assert_eq!(e.kind(), "invalid_output", "{e}");
+            // attempt, or a reply cut off at max_tokens twice — never a judgment, and nothing
+            // cached.
+            assert!(
+                matches!(e.kind(), "invalid_output" | "truncated"),
+                "{}: {e}",
+                e.kind()
+            );
             assert!(cache.is_empty());
         }
     }

@@ -71,6 +71,44 @@ fn faithfulness_counts_supported_claims() {
 }
 
 #[test]
+fn faithfulness_keeps_the_failure_mode_of_unsupported_claims_only() {
+    let server = MockServer::start();
+    server.push_all([
+        MockReply::json(json!({"claims": ["You can pause for 6 months.", "You get a free bag.", "Pricing is kept."]})),
+        MockReply::json(json!({"verdicts": [
+            {"id": 1, "reason": "the context says 3 months", "verdict": 0, "failure_mode": "stale_fact"},
+            // No mode given: none kept.
+            {"id": 2, "reason": "not stated", "verdict": 0},
+            // A mode on a supported claim means nothing: dropped.
+            {"id": 3, "reason": "stated", "verdict": 1, "failure_mode": "other"},
+        ]})),
+    ]);
+    let j = judge(&server);
+    let contexts = ctx();
+    let sample = Sample {
+        question: "Can I pause?",
+        answer: "Yes, for 6 months…",
+        contexts: &contexts,
+        reference: None,
+    };
+    let s = ragas::faithfulness(&j, &NoCache, &sample, 0).unwrap();
+    assert_eq!(s.detail["claims"][0]["failure_mode"], "stale_fact");
+    assert!(s.detail["claims"][1].get("failure_mode").is_none());
+    assert!(s.detail["claims"][2].get("failure_mode").is_none());
+    // A mode outside the list is a malformed reply (repaired once, then an error).
+    server.push_all([
+        MockReply::json(json!({"claims": ["A claim that is new."]})),
+        MockReply::json(json!({"verdicts": [{"id": 1, "reason": "r", "verdict": 0, "failure_mode": "made_up"}]})),
+        MockReply::json(json!({"verdicts": [{"id": 1, "reason": "r", "verdict": 0, "failure_mode": "made_up"}]})),
+    ]);
+    let other = Sample {
+        answer: "Something else entirely…",
+        ..sample
+    };
+    assert!(ragas::faithfulness(&j, &NoCache, &other, 0).is_err());
+}
+
+#[test]
 fn a_refusal_has_no_claims_and_is_excluded() {
     let server = MockServer::start();
     server.push(MockReply::json(json!({"claims": []})));

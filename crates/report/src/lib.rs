@@ -157,6 +157,28 @@ pub fn judges_line(j: &oloproof_core::summary::JudgeUsage) -> String {
     )
 }
 
+/// `Failure modes: faithfulness — fabrication 3 · wrong_entity 1 (cases)`, one line per
+/// criterion whose judge named any; empty when none did.
+pub fn failure_mode_lines(summary: &RunSummary) -> String {
+    let mut out = String::new();
+    for c in summary
+        .criteria
+        .iter()
+        .filter(|c| !c.failure_modes.is_empty())
+    {
+        let mut modes: Vec<(&String, &u64)> = c.failure_modes.iter().collect();
+        // Most frequent first, then by name.
+        modes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let listed: Vec<String> = modes.iter().map(|(m, n)| format!("{m} {n}")).collect();
+        out.push_str(&format!(
+            "Failure modes: {} — {} (cases the judge said so of)\n",
+            c.criterion,
+            listed.join(" · ")
+        ));
+    }
+    out
+}
+
 /// The whole `oloproof run` report.
 pub fn run_report(summary: &RunSummary) -> String {
     let mut out = format!(
@@ -188,6 +210,7 @@ pub fn run_report(summary: &RunSummary) -> String {
             a.criterion, a.repeats, a.identical, a.cases, a.level
         ));
     }
+    out.push_str(&failure_mode_lines(summary));
     if summary.errors > 0 {
         out.push_str(&format!(
             "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",
@@ -306,6 +329,36 @@ fn verdict_text(v: &CriterionVerdict) -> String {
         }
     }
     s
+}
+
+/// A G-Eval rubric's criterion and evaluation steps (`rubric_judge` with
+/// `evaluation_criterion:`), as `show --case` lists them; empty for any other verdict.
+fn evaluation_steps_text(detail: &Value) -> String {
+    let result = detail.get("result").unwrap_or(detail);
+    let Some(Value::Array(steps)) = result.get("evaluation_steps") else {
+        return String::new();
+    };
+    let criterion = result
+        .get("evaluation_criterion")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let by = if result.get("steps_derived").and_then(Value::as_bool) == Some(true) {
+        "written by the judge"
+    } else {
+        "as configured"
+    };
+    let mut out = format!(
+        "    evaluation steps ({by}) for: {}\n",
+        one_line(criterion, 200)
+    );
+    for (i, step) in steps.iter().enumerate() {
+        out.push_str(&format!(
+            "      {}. {}\n",
+            i + 1,
+            one_line(step.as_str().unwrap_or("?"), 200)
+        ));
+    }
+    out
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -490,6 +543,7 @@ pub fn case_report(
                 }
             }
         }
+        out.push_str(&evaluation_steps_text(&v.detail));
         // A missing verdict's failed judge call: what came back, and how many requests.
         if let Some(f) = v.detail.get("failed_call").filter(|f| f.is_object()) {
             let kind = f.get("kind").and_then(Value::as_str).unwrap_or("error");

@@ -3,15 +3,20 @@
 //! cited statements their cited passages support) and `rubric_judge` (a 1–5 rubric score,
 //! optionally G-Eval's probability-weighted score).
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use oloproof_core::source::SourceError;
 use oloproof_judge::ragas::{self, JudgedScore, RubricOptions};
-use oloproof_judge::templates::CitedStatement;
+use oloproof_judge::templates::{self, CitedStatement};
 use oloproof_judge::{JudgeClient, JudgeError};
+use serde_json::json;
 
 use super::claim_support::{is_pair_classifier, nli_entailed_share, DEFAULT_NLI_THRESHOLD};
 use super::judged::{
     self, cited_sources, llm_judged_options, need, undefined, JudgeNeed, JudgedInput, JudgedMetric,
 };
-use super::{EvaluatorSpec, SummaryKind};
+use super::{EntryParser, EvaluatorSpec, SummaryKind};
 
 llm_judged_options! {
     /// Options of `groundedness_judge`.
@@ -35,6 +40,12 @@ llm_judged_options! {
         probability_weighted: bool,
         /// The written 1–5 rubric (default: the evaluator design guide's).
         rubric: String,
+        /// G-Eval: the criterion in one sentence, instead of `rubric:`; the judge first writes
+        /// the evaluation steps for it (one cached call per judge), then scores with them.
+        evaluation_criterion: String,
+        /// The evaluation steps of `evaluation_criterion`, written by hand (no call derives
+        /// them), e.g. those a previous run derived, reviewed.
+        evaluation_steps: Vec<String>,
     }
 }
 
@@ -128,22 +139,102 @@ impl JudgedMetric for CitationSupport {
     }
 }
 
-/// `rubric_judge`: a 1–5 rubric score of the answer (question, answer, context).
+/// `rubric_judge`: a 1–5 rubric score of the answer (question, answer, context). With
+/// `evaluation_criterion:` (G-Eval), the rubric is that criterion and its evaluation steps:
+/// given by `evaluation_steps:`, or written by the judge once (one call per judge, cached, so
+/// a re-run or a resumed run asks nothing) and kept in every case's detail
+/// (`evaluation_steps`, `steps_derived`), where `show --case` shows them.
 pub(crate) const RUBRIC_JUDGE: EvaluatorSpec = EvaluatorSpec {
     name: "rubric_judge",
     build: |p| {
+        let options: RubricJudgeOptions = p.options()?;
+        check_rubric_options(p, &options)?;
         judged::build(p, JudgeNeed::Llm, |o: RubricJudgeOptions| {
             Box::new(Rubric {
                 rubric: o.rubric,
                 probability_weighted: o.probability_weighted.unwrap_or(false),
+                evaluation_criterion: o.evaluation_criterion,
+                evaluation_steps: o.evaluation_steps,
+                derived: Mutex::new(BTreeMap::new()),
             })
         })
     },
 };
 
+/// `rubric:` and `evaluation_criterion:` exclude each other; `evaluation_steps:` needs
+/// `evaluation_criterion:` and holds at least one non-empty step.
+fn check_rubric_options(p: &EntryParser<'_>, o: &RubricJudgeOptions) -> Result<(), SourceError> {
+    if o.rubric.is_some() && o.evaluation_criterion.is_some() {
+        let mut err = p.error(
+            "evaluation_criterion",
+            "give `rubric:` or `evaluation_criterion:`, not both",
+        );
+        err.help = Some(
+            "`rubric:` is a written 1–5 rubric; `evaluation_criterion:` is one sentence the judge turns into evaluation steps (G-Eval)".into(),
+        );
+        return Err(err);
+    }
+    if let Some(steps) = &o.evaluation_steps {
+        if o.evaluation_criterion.is_none() {
+            let mut err = p.error(
+                "evaluation_steps",
+                "`evaluation_steps:` are the steps of an `evaluation_criterion:`, and there is none",
+            );
+            err.help = Some("add `evaluation_criterion: <the criterion in one sentence>`".into());
+            return Err(err);
+        }
+        if steps.iter().all(|s| s.trim().is_empty()) {
+            let mut err = p.error("evaluation_steps", "no evaluation step is written");
+            err.help = Some(
+                "write the steps, or remove `evaluation_steps:` to let the judge write them".into(),
+            );
+            return Err(err);
+        }
+    }
+    if o.evaluation_criterion
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty())
+    {
+        let mut err = p.error("evaluation_criterion", "the evaluation criterion is empty");
+        err.expected = Some(
+            "one sentence, e.g. \"The answer states the refund window the policy gives\"".into(),
+        );
+        return Err(err);
+    }
+    Ok(())
+}
+
 struct Rubric {
     rubric: Option<String>,
     probability_weighted: bool,
+    evaluation_criterion: Option<String>,
+    evaluation_steps: Option<Vec<String>>,
+    /// Steps each judge derived in this run (one call per judge; a failed call is retried by
+    /// the next case, never kept).
+    derived: Mutex<BTreeMap<String, Vec<String>>>,
+}
+
+impl Rubric {
+    /// The evaluation steps for `judge`: written in the options, derived in this run, or
+    /// derived now (the call is returned to be accounted for); whether they were derived.
+    fn steps(
+        &self,
+        criterion: &str,
+        judge: &JudgeClient,
+        cache: &dyn oloproof_judge::JudgeCache,
+    ) -> Result<(Vec<String>, bool, Vec<oloproof_judge::CallRecord>), JudgeError> {
+        if let Some(steps) = &self.evaluation_steps {
+            return Ok((steps.clone(), false, Vec::new()));
+        }
+        // Held while deriving, so that concurrent cases wait for the one call.
+        let mut derived = self.derived.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(steps) = derived.get(judge.name()) {
+            return Ok((steps.clone(), true, Vec::new()));
+        }
+        let (steps, record) = ragas::evaluation_steps(judge, cache, criterion)?;
+        derived.insert(judge.name().to_string(), steps.clone());
+        Ok((steps, true, vec![record]))
+    }
 }
 
 impl JudgedMetric for Rubric {
@@ -153,15 +244,34 @@ impl JudgedMetric for Rubric {
         judge: Option<&JudgeClient>,
         repeat: u32,
     ) -> Result<JudgedScore, JudgeError> {
+        let judge = need(judge)?;
+        let Some(criterion) = &self.evaluation_criterion else {
+            let rubric = RubricOptions {
+                rubric: self.rubric.as_deref(),
+                with_context: true,
+                probability_weighted: self.probability_weighted,
+            };
+            return ragas::rubric_judge_with(judge, input.cache, &input.sample, &rubric, repeat);
+        };
+        let (steps, derived, mut calls) = self.steps(criterion, judge, input.cache)?;
+        let text = templates::rubric_with_steps(criterion, &steps);
         let rubric = RubricOptions {
-            rubric: self.rubric.as_deref(),
+            rubric: Some(&text),
             with_context: true,
             probability_weighted: self.probability_weighted,
         };
-        ragas::rubric_judge_with(need(judge)?, input.cache, &input.sample, &rubric, repeat)
+        let mut score =
+            ragas::rubric_judge_with(judge, input.cache, &input.sample, &rubric, repeat)?;
+        score.detail["evaluation_criterion"] = json!(criterion);
+        score.detail["evaluation_steps"] = json!(steps);
+        score.detail["steps_derived"] = json!(derived);
+        calls.append(&mut score.calls);
+        score.calls = calls;
+        Ok(score)
     }
 
     fn max_calls(&self) -> (u32, u32) {
+        // The steps call is made once per judge and run, not per case.
         (1, 0)
     }
 }
