@@ -114,7 +114,7 @@ fn no_check(_: &Value) -> Result<(), ReplyError> {
     Ok(())
 }
 
-fn extract_claims(
+pub(crate) fn extract_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     question: &str,
@@ -145,7 +145,7 @@ fn extract_claims(
 }
 
 /// Verifies `claims` against `context`; per claim (supported, reason).
-fn verify_claims(
+pub(crate) fn verify_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     context: &[String],
@@ -494,7 +494,7 @@ impl NoiseMode {
 }
 
 /// Which retrieved chunks support each claim (one `claim_attribution` call): 0-based indices.
-fn attribute_claims(
+pub(crate) fn attribute_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     chunks: &[String],
