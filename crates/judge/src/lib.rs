@@ -58,6 +58,7 @@ mod limiter;
 mod local;
 pub mod mock;
 pub mod ragas;
+pub mod ragchecker;
 mod request;
 pub mod schema;
 mod settings;

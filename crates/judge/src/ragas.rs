@@ -114,7 +114,7 @@ fn no_check(_: &Value) -> Result<(), ReplyError> {
     Ok(())
 }
 
-fn extract_claims(
+pub(crate) fn extract_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     question: &str,
@@ -146,18 +146,18 @@ fn extract_claims(
 
 /// One claim as the claim-verification judge saw it.
 #[derive(Debug, Clone, PartialEq)]
-struct ClaimCheck {
+pub(crate) struct ClaimCheck {
     /// The claim can be inferred from the context.
-    supported: bool,
+    pub(crate) supported: bool,
     /// The judge's reason.
-    reason: String,
+    pub(crate) reason: String,
     /// Why it is not supported (one of [`templates::FAILURE_MODES`]), when the judge said;
     /// never kept for a supported claim.
-    failure_mode: Option<String>,
+    pub(crate) failure_mode: Option<String>,
 }
 
 /// Verifies `claims` against `context`, in claim order.
-fn verify_claims(
+pub(crate) fn verify_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     context: &[String],
@@ -525,7 +525,7 @@ impl NoiseMode {
 }
 
 /// Which retrieved chunks support each claim (one `claim_attribution` call): 0-based indices.
-fn attribute_claims(
+pub(crate) fn attribute_claims(
     judge: &JudgeClient,
     cache: &dyn JudgeCache,
     chunks: &[String],

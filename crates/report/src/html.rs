@@ -661,7 +661,9 @@ pub fn case_html(
         }
         out.push_str("</td></tr>\n");
     }
-    out.push_str("</table>\n</section>\n");
+    out.push_str("</table>\n");
+    out.push_str(&crate::claims::claims_html(verdicts));
+    out.push_str("</section>\n");
     out
 }
 

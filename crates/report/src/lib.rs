@@ -21,6 +21,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod claims;
 pub mod compare;
 pub mod diagnose;
 pub mod gate;
@@ -568,6 +569,7 @@ pub fn case_report(
             }
         }
     }
+    out.push_str(&claims::claims_text(verdicts));
     out
 }
 

@@ -19,6 +19,7 @@
 pub mod alce;
 pub mod answer_text;
 pub mod citation_validity;
+pub mod claim_diagnostics;
 pub mod claim_support;
 pub mod context_utilisation;
 pub mod entity_grounding;
@@ -150,6 +151,17 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     rubrex::TASK_ACCEPTANCE,
     rubrex::ABSTENTION,
     rubrex::STALE_EVIDENCE,
+    claim_diagnostics::CLAIM_PRECISION,
+    claim_diagnostics::CLAIM_RECALL,
+    claim_diagnostics::CLAIM_F1,
+    claim_diagnostics::RETRIEVER_CLAIM_RECALL,
+    claim_diagnostics::RETRIEVER_CONTEXT_PRECISION,
+    claim_diagnostics::GENERATOR_CONTEXT_UTILISATION,
+    claim_diagnostics::GENERATOR_NOISE_SENSITIVITY_RELEVANT,
+    claim_diagnostics::GENERATOR_NOISE_SENSITIVITY_IRRELEVANT,
+    claim_diagnostics::GENERATOR_HALLUCINATION,
+    claim_diagnostics::GENERATOR_SELF_KNOWLEDGE,
+    claim_diagnostics::GENERATOR_FAITHFULNESS,
 ];
 
 /// The evaluator type names, in registry order.

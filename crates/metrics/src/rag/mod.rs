@@ -16,6 +16,8 @@
 //! * [`sentences`] — the rule-based sentence splitter used for answers;
 //! * [`system`] — cost per request and cache hit rates per layer;
 //! * [`rubrex`] — recognising abstentions and requests for clarification in answer text.
+//! * [`ragchecker`] — RAGChecker's claim-level diagnostics (overall, retriever and generator
+//!   metrics) from checked claims.
 //!
 //! Ranking metrics themselves (trec_eval measures) are in [`crate::ranking`]; rank fusion in
 //! [`crate::fusion`].
@@ -41,6 +43,7 @@ pub mod filters;
 pub mod freshness;
 pub mod npy;
 pub mod query;
+pub mod ragchecker;
 pub mod rubrex;
 pub mod sentences;
 pub mod system;
