@@ -52,6 +52,7 @@ pub mod error;
 pub mod fusion;
 pub mod ingest;
 pub mod ontology;
+pub mod pii;
 pub mod rag;
 pub mod ranking;
 pub mod text;
