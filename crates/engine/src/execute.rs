@@ -12,7 +12,7 @@ use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_store::SqliteStore;
 use serde_json::Value;
 
-use crate::keys::{execution_key, generation_key, retrieval_key};
+use crate::keys::{execution_key, generation_key, retrieval_key, token_count_key};
 pub use crate::keys::{layer, CacheWrite};
 
 use oloproof_core::passage::Retrieval;
@@ -73,6 +73,9 @@ pub struct CaseMode<'a> {
     pub trace: Option<&'a Trace>,
     /// The local cross-encoder an intervention's `reranker: judge:NAME` names.
     pub reranker_judge: Option<&'a oloproof_judge::JudgeClient>,
+    /// Output fields whose token count an evaluator reads (`max_length` with `unit: tokens`):
+    /// asked of the system's `count_tokens` after generation, see [`count_output_tokens`].
+    pub count_tokens_of: &'a [String],
 }
 
 /// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
@@ -123,7 +126,8 @@ pub fn rerank_with_judge(
         .collect())
 }
 
-/// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
+/// Runs one case: stages on cache misses, context assembly, the token counts of output fields
+/// evaluators ask for, and the cache entries to write.
 pub fn execute_case(
     system: &SystemSettings,
     case: &Case,
@@ -134,6 +138,98 @@ pub fn execute_case(
     if let Some(recorded) = mode.trace {
         return (recorded.clone(), Vec::new());
     }
+    let (mut trace, mut writes) = execute_stages(system, case, source, cache, mode);
+    count_output_tokens(
+        system,
+        mode.count_tokens_of,
+        source,
+        cache,
+        &mut trace,
+        &mut writes,
+    );
+    (trace, writes)
+}
+
+/// The system's token counts of the output `fields` of a generated `trace`, into
+/// `trace.output_tokens`: each field's [`Trace::output_text`] is looked up in the
+/// `count_tokens` cache layer, and the misses go to the system's `count_tokens` in one call
+/// (one passage per field, `doc_id` `output.<field>`), so a fully cached case starts no
+/// worker. A field the output lacks is not counted (its evaluator excludes the case); a failed
+/// call is recorded as `output_tokens.error` (the criterion is `missing`, the case is not an
+/// error) and never cached. The counts are not part of the execution cache entry: which
+/// fields are counted depends on the evaluators, not on the system.
+pub fn count_output_tokens(
+    system: &SystemSettings,
+    fields: &[String],
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) {
+    if fields.is_empty() || trace.error.is_some() || trace.generation.is_none() {
+        return;
+    }
+    let mut tokens = trace.output_tokens.take().unwrap_or_default();
+    let mut ask: Vec<(&String, String, String)> = Vec::new();
+    for field in fields {
+        if tokens.counts.contains_key(field) {
+            continue;
+        }
+        let Some(text) = trace.output_text(field) else {
+            continue;
+        };
+        let key = token_count_key(system, &text);
+        match cache.get_json::<usize>(layer::COUNT_TOKENS, &key) {
+            Some(n) => {
+                tokens.counts.insert(field.clone(), n);
+            }
+            None => ask.push((field, text.into_owned(), key)),
+        }
+    }
+    if !ask.is_empty() {
+        let passages: Vec<oloproof_core::passage::Passage> = ask
+            .iter()
+            .map(|(field, text, _)| oloproof_core::passage::Passage {
+                doc_id: format!("output.{field}"),
+                chunk_id: None,
+                score: None,
+                text: Some(text.clone()),
+                metadata: None,
+            })
+            .collect();
+        let started = Instant::now();
+        let counted = source.connection().and_then(|conn| {
+            let _stage = tracing::debug_span!("stage", stage = "count_tokens").entered();
+            let counts = conn.count_tokens(&passages);
+            trace.stderr.extend(conn.take_stderr());
+            counts
+        });
+        let elapsed = started.elapsed().as_secs_f64() * 1e3;
+        trace.latency_ms.count_tokens =
+            Some(trace.latency_ms.count_tokens.unwrap_or(0.0) + elapsed);
+        match counted {
+            Ok(counts) => {
+                for ((field, _, key), n) in ask.into_iter().zip(counts) {
+                    tokens.counts.insert(field.clone(), n);
+                    writes.push((layer::COUNT_TOKENS.to_string(), key, n.to_string()));
+                }
+            }
+            Err(e) => tokens.error = Some(e),
+        }
+    }
+    if !tokens.counts.is_empty() || tokens.error.is_some() {
+        trace.output_tokens = Some(tokens);
+    }
+}
+
+/// The stages of one case (or its execution from the cache), without output token counts.
+fn execute_stages(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    mode: CaseMode<'_>,
+) -> (Trace, Vec<CacheWrite>) {
     let exec_key = execution_key(system, case);
     let cached = if mode.intervention.is_none() {
         cache.get(layer::EXECUTION, &exec_key)
