@@ -528,4 +528,189 @@ mod tests {
             k
         );
     }
+
+    /// Answers `count_tokens` with the whitespace word count of each passage (or fails), and
+    /// records what it was asked.
+    struct Counter {
+        info: oloproof_core::system::SystemInfo,
+        asked: Vec<Vec<(String, String)>>,
+        fail: bool,
+    }
+
+    impl SystemConnection for Counter {
+        fn info(&self) -> &oloproof_core::system::SystemInfo {
+            &self.info
+        }
+        fn retrieve(
+            &mut self,
+            _: &serde_json::Map<String, Value>,
+            _: usize,
+        ) -> Result<Retrieval, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn count_tokens(
+            &mut self,
+            passages: &[oloproof_core::passage::Passage],
+        ) -> Result<Vec<usize>, StageError> {
+            self.asked.push(
+                passages
+                    .iter()
+                    .map(|p| (p.doc_id.clone(), p.text.clone().unwrap_or_default()))
+                    .collect(),
+            );
+            if self.fail {
+                return Err(StageError {
+                    stage: "count_tokens".into(),
+                    kind: ErrorKind::Raised,
+                    error_type: Some("NotImplementedError".into()),
+                    message: "no count_tokens".into(),
+                    traceback: None,
+                    stderr_tail: Vec::new(),
+                });
+            }
+            Ok(passages
+                .iter()
+                .map(|p| p.text.as_deref().unwrap_or("").split_whitespace().count())
+                .collect())
+        }
+        fn generate(
+            &mut self,
+            _: &serde_json::Map<String, Value>,
+            _: &[oloproof_core::context::ContextPassage],
+        ) -> Result<serde_json::Map<String, Value>, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn rerank(
+            &mut self,
+            _: &str,
+            _: &serde_json::Map<String, Value>,
+            _: &[oloproof_core::passage::Passage],
+        ) -> Result<Vec<oloproof_core::passage::Passage>, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn take_stderr(&mut self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    impl ConnectionSource for Counter {
+        fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
+            Ok(self)
+        }
+    }
+
+    fn counter(fail: bool) -> Counter {
+        Counter {
+            info: oloproof_core::system::SystemInfo {
+                protocol: 1,
+                name: "s".into(),
+                version: "1".into(),
+                defaults: Default::default(),
+                ops: vec!["count_tokens".into()],
+            },
+            asked: Vec::new(),
+            fail,
+        }
+    }
+
+    fn generated() -> Trace {
+        let mut t = Trace::new("a");
+        t.generation = Some(
+            json!({"answer": "fourteen days at most", "citations": ["kb-1", "kb-2"], "none": null})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        t
+    }
+
+    #[test]
+    fn output_fields_are_counted_by_the_system_in_one_call() {
+        let mut source = counter(false);
+        let mut trace = generated();
+        let mut writes = Vec::new();
+        let fields = ["answer", "citations", "none", "absent"].map(String::from);
+        count_output_tokens(
+            &system(),
+            &fields,
+            &mut source,
+            &CacheReader::new(None),
+            &mut trace,
+            &mut writes,
+        );
+        // One call; absent and null fields are not asked about; non-strings as JSON text.
+        assert_eq!(
+            source.asked,
+            vec![vec![
+                (
+                    "output.answer".to_string(),
+                    "fourteen days at most".to_string()
+                ),
+                (
+                    "output.citations".to_string(),
+                    r#"["kb-1","kb-2"]"#.to_string()
+                ),
+            ]]
+        );
+        let tokens = trace.output_tokens.as_ref().unwrap();
+        assert_eq!(tokens.counts["answer"], 4);
+        assert_eq!(tokens.counts["citations"], 1);
+        assert!(tokens.error.is_none());
+        assert!(trace.latency_ms.count_tokens.is_some());
+        // Each count is a cache entry under the system's identity and the text.
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[0].0, layer::COUNT_TOKENS);
+        assert_eq!(
+            writes[0].1,
+            token_count_key(&system(), "fourteen days at most")
+        );
+        assert_eq!(writes[0].2, "4");
+        assert_ne!(
+            token_count_key(
+                &SystemSettings {
+                    version: "2".into(),
+                    ..system()
+                },
+                "fourteen days at most"
+            ),
+            writes[0].1
+        );
+    }
+
+    #[test]
+    fn a_failed_count_is_recorded_never_cached_and_nothing_is_asked_without_fields() {
+        let mut source = counter(true);
+        let mut trace = generated();
+        let mut writes = Vec::new();
+        let cache = CacheReader::new(None);
+        count_output_tokens(
+            &system(),
+            &["answer".to_string()],
+            &mut source,
+            &cache,
+            &mut trace,
+            &mut writes,
+        );
+        let tokens = trace.output_tokens.as_ref().unwrap();
+        assert!(tokens.counts.is_empty());
+        assert_eq!(tokens.error.as_ref().unwrap().stage, "count_tokens");
+        assert!(trace.error.is_none(), "the case itself did not fail");
+        assert!(writes.is_empty());
+
+        let mut quiet = counter(false);
+        let mut trace = generated();
+        count_output_tokens(&system(), &[], &mut quiet, &cache, &mut trace, &mut writes);
+        let mut failed = Trace::new("a");
+        failed.error = source.count_tokens(&[]).err();
+        count_output_tokens(
+            &system(),
+            &["answer".to_string()],
+            &mut quiet,
+            &cache,
+            &mut failed,
+            &mut writes,
+        );
+        assert!(quiet.asked.is_empty());
+        assert!(trace.output_tokens.is_none() && failed.output_tokens.is_none());
+    }
 }

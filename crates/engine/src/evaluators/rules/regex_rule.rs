@@ -4,7 +4,7 @@
 //! matched text: a pattern is often there to catch a card number).
 //!
 //! ```yaml
-//! - {type: regex, criterion: no_card_number, must_not_match: '\b(?:\d[ -]?){13,19}\b'}
+//! - {type: regex, criterion: no_card_number, must_not_match: '\b\d(?:[ -]?\d){12,18}\b'}
 //! - {type: regex, criterion: cites_a_source, must_match: ['\[kb-\d+\]'], flags: i}
 //! ```
 //!
@@ -80,7 +80,7 @@ fn build(p: &EntryParser<'_>) -> Result<Box<dyn Evaluator>, SourceError> {
         let mut err = p.error("", "a `regex` rule needs at least one pattern");
         err.expected = Some("`must_match:` or `must_not_match:`, a pattern or a list".into());
         err.help = Some(
-            "add e.g. `must_not_match: '\\b(?:\\d[ -]?){13,19}\\b'` (the answer must not contain a card-like number)".into(),
+            "add e.g. `must_not_match: '\\b\\d(?:[ -]?\\d){12,18}\\b'` (the answer must not contain a card-like number)".into(),
         );
         return Err(err);
     }
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_card_number_fails_must_not_match_with_its_span() {
-        let rule = json!({"type": "regex", "must_not_match": r"\b(?:\d[ -]?){13,19}\b"});
+        let rule = json!({"type": "regex", "must_not_match": r"\b\d(?:[ -]?\d){12,18}\b"});
         let v = eval(
             rule.clone(),
             json!({"answer": "Payé avec 4111 1111 1111 1111, merci."}),
