@@ -1,5 +1,8 @@
 //! Everything one case did.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -112,6 +115,21 @@ pub struct ClaimAnnotation {
     pub supported_by: Vec<String>,
 }
 
+/// Token counts of output fields by the system's own `count_tokens` (the op the context budget
+/// uses), asked after generation for the fields an evaluator measures in tokens
+/// (`max_length` with `unit: tokens`). Each field's text is [`Trace::output_text`], sent as
+/// one passage whose `doc_id` is `output.<field>`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OutputTokens {
+    /// Tokens per output field (`answer`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, usize>,
+    /// The failed `count_tokens` call: the fields it asked about have no count (their
+    /// criteria are `missing`; the case itself is not an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StageError>,
+}
+
 /// Everything one case did: retrieval, context, generation, latency, errors, cache use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Trace {
@@ -149,6 +167,11 @@ pub struct Trace {
     /// is a new execution and is judged again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims: Option<Vec<ClaimAnnotation>>,
+    /// Token counts of output fields, when an evaluator measures one in tokens (absent from
+    /// recorded datasets and from the execution cache: counted per run, behind their own
+    /// cache layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<OutputTokens>,
 }
 
 impl Trace {
@@ -166,12 +189,25 @@ impl Trace {
             stderr: Vec::new(),
             intervention: None,
             claims: None,
+            output_tokens: None,
         }
     }
 
     /// A field of the generation output, e.g. `answer`.
     pub fn output_field(&self, field: &str) -> Option<&Value> {
         self.generation.as_ref()?.get(field)
+    }
+
+    /// The text of an output field as the rule evaluators read it: a string as it is, any
+    /// other JSON value (number, boolean, array, object) as its compact JSON text; `None` when
+    /// there is no generation, or the field is absent or `null`.
+    pub fn output_text(&self, field: &str) -> Option<Cow<'_, str>> {
+        match self.output_field(field)? {
+            Value::Null => None,
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            // A `Value` always serialises (its keys are strings).
+            other => Some(Cow::Owned(other.to_string())),
+        }
     }
 
     /// The answer text, if the generation returned a string `answer`.

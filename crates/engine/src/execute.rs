@@ -12,7 +12,7 @@ use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_store::SqliteStore;
 use serde_json::Value;
 
-use crate::keys::{execution_key, generation_key, retrieval_key};
+use crate::keys::{execution_key, generation_key, retrieval_key, token_count_key};
 pub use crate::keys::{layer, CacheWrite};
 
 use oloproof_core::passage::Retrieval;
@@ -73,6 +73,9 @@ pub struct CaseMode<'a> {
     pub trace: Option<&'a Trace>,
     /// The local cross-encoder an intervention's `reranker: judge:NAME` names.
     pub reranker_judge: Option<&'a oloproof_judge::JudgeClient>,
+    /// Output fields whose token count an evaluator reads (`max_length` with `unit: tokens`):
+    /// asked of the system's `count_tokens` after generation, see [`count_output_tokens`].
+    pub count_tokens_of: &'a [String],
 }
 
 /// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
@@ -123,7 +126,8 @@ pub fn rerank_with_judge(
         .collect())
 }
 
-/// Runs one case: stages on cache misses, context assembly, and the cache entries to write.
+/// Runs one case: stages on cache misses, context assembly, the token counts of output fields
+/// evaluators ask for, and the cache entries to write.
 pub fn execute_case(
     system: &SystemSettings,
     case: &Case,
@@ -134,6 +138,98 @@ pub fn execute_case(
     if let Some(recorded) = mode.trace {
         return (recorded.clone(), Vec::new());
     }
+    let (mut trace, mut writes) = execute_stages(system, case, source, cache, mode);
+    count_output_tokens(
+        system,
+        mode.count_tokens_of,
+        source,
+        cache,
+        &mut trace,
+        &mut writes,
+    );
+    (trace, writes)
+}
+
+/// The system's token counts of the output `fields` of a generated `trace`, into
+/// `trace.output_tokens`: each field's [`Trace::output_text`] is looked up in the
+/// `count_tokens` cache layer, and the misses go to the system's `count_tokens` in one call
+/// (one passage per field, `doc_id` `output.<field>`), so a fully cached case starts no
+/// worker. A field the output lacks is not counted (its evaluator excludes the case); a failed
+/// call is recorded as `output_tokens.error` (the criterion is `missing`, the case is not an
+/// error) and never cached. The counts are not part of the execution cache entry: which
+/// fields are counted depends on the evaluators, not on the system.
+pub fn count_output_tokens(
+    system: &SystemSettings,
+    fields: &[String],
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) {
+    if fields.is_empty() || trace.error.is_some() || trace.generation.is_none() {
+        return;
+    }
+    let mut tokens = trace.output_tokens.take().unwrap_or_default();
+    let mut ask: Vec<(&String, String, String)> = Vec::new();
+    for field in fields {
+        if tokens.counts.contains_key(field) {
+            continue;
+        }
+        let Some(text) = trace.output_text(field) else {
+            continue;
+        };
+        let key = token_count_key(system, &text);
+        match cache.get_json::<usize>(layer::COUNT_TOKENS, &key) {
+            Some(n) => {
+                tokens.counts.insert(field.clone(), n);
+            }
+            None => ask.push((field, text.into_owned(), key)),
+        }
+    }
+    if !ask.is_empty() {
+        let passages: Vec<oloproof_core::passage::Passage> = ask
+            .iter()
+            .map(|(field, text, _)| oloproof_core::passage::Passage {
+                doc_id: format!("output.{field}"),
+                chunk_id: None,
+                score: None,
+                text: Some(text.clone()),
+                metadata: None,
+            })
+            .collect();
+        let started = Instant::now();
+        let counted = source.connection().and_then(|conn| {
+            let _stage = tracing::debug_span!("stage", stage = "count_tokens").entered();
+            let counts = conn.count_tokens(&passages);
+            trace.stderr.extend(conn.take_stderr());
+            counts
+        });
+        let elapsed = started.elapsed().as_secs_f64() * 1e3;
+        trace.latency_ms.count_tokens =
+            Some(trace.latency_ms.count_tokens.unwrap_or(0.0) + elapsed);
+        match counted {
+            Ok(counts) => {
+                for ((field, _, key), n) in ask.into_iter().zip(counts) {
+                    tokens.counts.insert(field.clone(), n);
+                    writes.push((layer::COUNT_TOKENS.to_string(), key, n.to_string()));
+                }
+            }
+            Err(e) => tokens.error = Some(e),
+        }
+    }
+    if !tokens.counts.is_empty() || tokens.error.is_some() {
+        trace.output_tokens = Some(tokens);
+    }
+}
+
+/// The stages of one case (or its execution from the cache), without output token counts.
+fn execute_stages(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    mode: CaseMode<'_>,
+) -> (Trace, Vec<CacheWrite>) {
     let exec_key = execution_key(system, case);
     let cached = if mode.intervention.is_none() {
         cache.get(layer::EXECUTION, &exec_key)
@@ -431,5 +527,190 @@ mod tests {
             ),
             k
         );
+    }
+
+    /// Answers `count_tokens` with the whitespace word count of each passage (or fails), and
+    /// records what it was asked.
+    struct Counter {
+        info: oloproof_core::system::SystemInfo,
+        asked: Vec<Vec<(String, String)>>,
+        fail: bool,
+    }
+
+    impl SystemConnection for Counter {
+        fn info(&self) -> &oloproof_core::system::SystemInfo {
+            &self.info
+        }
+        fn retrieve(
+            &mut self,
+            _: &serde_json::Map<String, Value>,
+            _: usize,
+        ) -> Result<Retrieval, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn count_tokens(
+            &mut self,
+            passages: &[oloproof_core::passage::Passage],
+        ) -> Result<Vec<usize>, StageError> {
+            self.asked.push(
+                passages
+                    .iter()
+                    .map(|p| (p.doc_id.clone(), p.text.clone().unwrap_or_default()))
+                    .collect(),
+            );
+            if self.fail {
+                return Err(StageError {
+                    stage: "count_tokens".into(),
+                    kind: ErrorKind::Raised,
+                    error_type: Some("NotImplementedError".into()),
+                    message: "no count_tokens".into(),
+                    traceback: None,
+                    stderr_tail: Vec::new(),
+                });
+            }
+            Ok(passages
+                .iter()
+                .map(|p| p.text.as_deref().unwrap_or("").split_whitespace().count())
+                .collect())
+        }
+        fn generate(
+            &mut self,
+            _: &serde_json::Map<String, Value>,
+            _: &[oloproof_core::context::ContextPassage],
+        ) -> Result<serde_json::Map<String, Value>, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn rerank(
+            &mut self,
+            _: &str,
+            _: &serde_json::Map<String, Value>,
+            _: &[oloproof_core::passage::Passage],
+        ) -> Result<Vec<oloproof_core::passage::Passage>, StageError> {
+            unreachable!("only count_tokens is called")
+        }
+        fn take_stderr(&mut self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    impl ConnectionSource for Counter {
+        fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
+            Ok(self)
+        }
+    }
+
+    fn counter(fail: bool) -> Counter {
+        Counter {
+            info: oloproof_core::system::SystemInfo {
+                protocol: 1,
+                name: "s".into(),
+                version: "1".into(),
+                defaults: Default::default(),
+                ops: vec!["count_tokens".into()],
+            },
+            asked: Vec::new(),
+            fail,
+        }
+    }
+
+    fn generated() -> Trace {
+        let mut t = Trace::new("a");
+        t.generation = Some(
+            json!({"answer": "fourteen days at most", "citations": ["kb-1", "kb-2"], "none": null})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        t
+    }
+
+    #[test]
+    fn output_fields_are_counted_by_the_system_in_one_call() {
+        let mut source = counter(false);
+        let mut trace = generated();
+        let mut writes = Vec::new();
+        let fields = ["answer", "citations", "none", "absent"].map(String::from);
+        count_output_tokens(
+            &system(),
+            &fields,
+            &mut source,
+            &CacheReader::new(None),
+            &mut trace,
+            &mut writes,
+        );
+        // One call; absent and null fields are not asked about; non-strings as JSON text.
+        assert_eq!(
+            source.asked,
+            vec![vec![
+                (
+                    "output.answer".to_string(),
+                    "fourteen days at most".to_string()
+                ),
+                (
+                    "output.citations".to_string(),
+                    r#"["kb-1","kb-2"]"#.to_string()
+                ),
+            ]]
+        );
+        let tokens = trace.output_tokens.as_ref().unwrap();
+        assert_eq!(tokens.counts["answer"], 4);
+        assert_eq!(tokens.counts["citations"], 1);
+        assert!(tokens.error.is_none());
+        assert!(trace.latency_ms.count_tokens.is_some());
+        // Each count is a cache entry under the system's identity and the text.
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[0].0, layer::COUNT_TOKENS);
+        assert_eq!(
+            writes[0].1,
+            token_count_key(&system(), "fourteen days at most")
+        );
+        assert_eq!(writes[0].2, "4");
+        assert_ne!(
+            token_count_key(
+                &SystemSettings {
+                    version: "2".into(),
+                    ..system()
+                },
+                "fourteen days at most"
+            ),
+            writes[0].1
+        );
+    }
+
+    #[test]
+    fn a_failed_count_is_recorded_never_cached_and_nothing_is_asked_without_fields() {
+        let mut source = counter(true);
+        let mut trace = generated();
+        let mut writes = Vec::new();
+        let cache = CacheReader::new(None);
+        count_output_tokens(
+            &system(),
+            &["answer".to_string()],
+            &mut source,
+            &cache,
+            &mut trace,
+            &mut writes,
+        );
+        let tokens = trace.output_tokens.as_ref().unwrap();
+        assert!(tokens.counts.is_empty());
+        assert_eq!(tokens.error.as_ref().unwrap().stage, "count_tokens");
+        assert!(trace.error.is_none(), "the case itself did not fail");
+        assert!(writes.is_empty());
+
+        let mut quiet = counter(false);
+        let mut trace = generated();
+        count_output_tokens(&system(), &[], &mut quiet, &cache, &mut trace, &mut writes);
+        let mut failed = Trace::new("a");
+        failed.error = source.count_tokens(&[]).err();
+        count_output_tokens(
+            &system(),
+            &["answer".to_string()],
+            &mut quiet,
+            &cache,
+            &mut failed,
+            &mut writes,
+        );
+        assert!(quiet.asked.is_empty());
+        assert!(trace.output_tokens.is_none() && failed.output_tokens.is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! | `retrieve` | system name, version, `index_version`, `depth`, input — not `top_k`, not the budget, so changing those re-uses every retrieval |
 //! | `generate` | the system's generation identity, input, assembled context |
 //! | `execution` | every effective system setting, input (the case's whole result) |
+//! | `count_tokens` | the system's generation identity, the text of an output field (its token count, for `max_length` in tokens) |
 //! | `judgment` | the evaluator's identity, its judges' identities, the case's id and expectations, the execution key, the trace's content |
 //!
 //! The judge layer keys its single calls itself (`judge_call`: provider, model, template,
@@ -29,6 +30,8 @@ pub mod layer {
     pub const GENERATE: &str = "generate";
     /// One evaluator on one execution.
     pub const JUDGMENT: &str = "judgment";
+    /// The system's token count of one output text.
+    pub const COUNT_TOKENS: &str = "count_tokens";
 }
 
 /// A cache entry to write with the case.
@@ -55,6 +58,16 @@ pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> 
         "system": system.generation_identity(),
         "input": case.input,
         "context": context,
+    }))
+}
+
+/// Cache key of the system's token count of an output text: its generation identity (name,
+/// version, index version, parameters: whatever may choose its tokenizer) and the text.
+pub fn token_count_key(system: &SystemSettings, text: &str) -> String {
+    content_hash(&json!({
+        "layer": layer::COUNT_TOKENS,
+        "system": system.generation_identity(),
+        "text": text,
     }))
 }
 

@@ -209,6 +209,9 @@ mod tests {
                 "schema_validity" => {
                     serde_json::json!({"type": spec.name, "schema": {"type": "object"}})
                 }
+                "regex" => serde_json::json!({"type": spec.name, "must_match": "x"}),
+                "forbidden_terms" => serde_json::json!({"type": spec.name, "terms": ["x"]}),
+                "max_length" => serde_json::json!({"type": spec.name, "max": 1}),
                 _ => serde_json::json!({"type": spec.name, "judge": "j"}),
             };
             let evaluator = evaluators::from_json(&entry)

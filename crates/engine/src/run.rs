@@ -594,6 +594,14 @@ impl RunPlan {
         observer.started(run_id, total, claimed.len() as u64);
         let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
         let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
+        // The output fields an evaluator measures in the system's tokens, counted after generation.
+        let mut token_fields: Vec<String> = evaluators
+            .iter()
+            .filter_map(|e| e.counts_tokens_of().map(str::to_string))
+            .collect();
+        token_fields.sort();
+        token_fields.dedup();
+        let token_fields = &token_fields;
         let whole_run = claimed.len() as u64 == total;
         let mut held: Vec<(usize, LoadedCase)> = Vec::with_capacity(claimed.len());
         let mut jobs = Vec::with_capacity(claimed.len());
@@ -679,6 +687,7 @@ impl RunPlan {
                                     recorded: recorded.retrievals.get(&case.id),
                                     trace: recorded.traces.get(&case.id),
                                     reranker_judge,
+                                    count_tokens_of: token_fields,
                                 },
                             );
                             let mut judgment = HitMiss::default();

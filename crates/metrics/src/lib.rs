@@ -12,6 +12,8 @@
 //!   [`batch::MetricSpec`] from JSON lines to an aggregate with its interval.
 //! - [`agreement`] (kappa, alpha, rank correlation), [`calibration`], [`classify`] (seqeval,
 //!   per-class reports), [`ingest`] (CER/WER, TEDS, near-duplicates), [`ontology`].
+//! - [`pii`]: rule-based PII detectors (e-mail, phone, card, IBAN, SSN, NIR, IP), each with its
+//!   standard's check, as character spans for [`ingest::spans`] scoring.
 //!
 //! ```
 //! use oloproof_metrics::{batch, ranking::query, text};
@@ -52,6 +54,7 @@ pub mod error;
 pub mod fusion;
 pub mod ingest;
 pub mod ontology;
+pub mod pii;
 pub mod rag;
 pub mod ranking;
 pub mod text;

@@ -28,6 +28,7 @@ pub mod llm_judges;
 pub mod ragas;
 pub mod ranking;
 pub mod rubrex;
+pub mod rules;
 pub mod schema_validity;
 
 use std::collections::BTreeMap;
@@ -78,6 +79,12 @@ pub trait Evaluator: Send + Sync {
     /// Whether `run --repeats N` applies to it (it takes `repeats:`).
     fn takes_repeats(&self) -> bool {
         false
+    }
+    /// The output field whose token count (by the system's `count_tokens`, recorded in the
+    /// trace's `output_tokens`) it reads: the run asks the system for it after generation.
+    /// `None` for every evaluator that does not count tokens.
+    fn counts_tokens_of(&self) -> Option<&str> {
+        None
     }
     /// The most judge calls, embedding requests and input tokens it makes on `case`, for
     /// `run --dry-run`; `None` when it calls no judge.
@@ -162,6 +169,10 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     claim_diagnostics::GENERATOR_HALLUCINATION,
     claim_diagnostics::GENERATOR_SELF_KNOWLEDGE,
     claim_diagnostics::GENERATOR_FAITHFULNESS,
+    rules::regex_rule::SPEC,
+    rules::forbidden_terms::SPEC,
+    rules::max_length::SPEC,
+    rules::pii_in_answer::SPEC,
 ];
 
 /// The evaluator type names, in registry order.
