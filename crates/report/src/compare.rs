@@ -80,7 +80,16 @@ fn decision_test(d: &DecisionResult) -> String {
         ),
         DecisionKind::Superiority => "superiority".to_string(),
         DecisionKind::NoRegression => format!("no regression on {}", listed(&d.cases)),
+        DecisionKind::PairwisePreference => pairwise_test(d),
     }
+}
+
+/// What a pairwise decision's test column says: `win rate above 50.0% (lower bound)`.
+pub fn pairwise_test(d: &DecisionResult) -> String {
+    format!(
+        "win rate above {:.1}% (lower bound)",
+        d.min_win_rate_points.unwrap_or(f64::NAN)
+    )
 }
 
 /// The `Decisions` block, columns aligned.
@@ -319,6 +328,7 @@ mod tests {
             verdict: DecisionVerdict::InsufficientEvidence,
             reason: "interval_overlaps_margin".into(),
             interval_points: Some([-22.9, 22.9]),
+            min_win_rate_points: None,
             detail: vec![],
         };
         let block = decisions_block(&[

@@ -898,6 +898,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
             ),
             DecisionKind::Superiority => "superiority".into(),
             DecisionKind::NoRegression => format!("no regression on {}", d.cases.join(", ")),
+            DecisionKind::PairwisePreference => crate::compare::pairwise_test(d),
         };
         let reason = if d.detail.is_empty() {
             d.reason.clone()
