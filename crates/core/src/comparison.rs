@@ -65,7 +65,9 @@ pub struct DecisionOptions {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyOptions {
-    /// The decisions, all of which must pass for the gate to pass.
+    /// The decisions, all of which must pass for the gate to pass (may be left out when a
+    /// `pairwise:` block decides).
+    #[serde(default)]
     pub decisions: Vec<DecisionOptions>,
     /// Largest share of a decision's shared cases that may be missing (default 0).
     #[serde(default)]
@@ -370,6 +372,17 @@ impl Comparison {
             }
         }
         value
+    }
+
+    /// Whether the pairwise judge failed on more than the policy's `max_missing_rate` of the
+    /// shared cases: the comparison is incomplete (`oloproof compare` exits 4, whatever the
+    /// gate).
+    pub fn pairwise_incomplete(&self) -> bool {
+        self.pairwise.as_ref().is_some_and(|p| {
+            p.judge_errors > 0
+                && p.judge_errors as f64 / p.cases.len().max(1) as f64
+                    > self.policy.max_missing_rate
+        })
     }
 
     /// `sha256:` + the content hash.

@@ -534,7 +534,7 @@ pub fn judge_pairs(
                 };
             }
             Err(e) => {
-                tracing::warn!(case = %case.id, error = %e, "pairwise judge call failed");
+                tracing::debug!(case = %case.id, error = %e, "pairwise judge call failed");
                 usage.failed += 1;
                 let billed = e.usage();
                 usage.input_tokens += billed.input_tokens;
@@ -629,13 +629,10 @@ pub fn decide(
 ) -> DecisionResult {
     let min_points = tenths(options.min_win_rate * 100.0);
     let t = &p.tally;
-    let mut detail = vec![format!(
+    let detail = vec![format!(
         "{} wins · {} losses · {} ties · {} missing · {} excluded",
         t.wins, t.losses, t.ties, p.missing, p.excluded
     )];
-    if let Some(pv) = p.sign_test_p {
-        detail.push(format!("sign test p = {}", format_p(pv)));
-    }
     let mut result = DecisionResult {
         name: options.name.clone(),
         kind: DecisionKind::PairwisePreference,
@@ -671,20 +668,6 @@ pub fn decide(
     };
     result.reason = d.reason.to_string();
     result
-}
-
-/// A p-value as reports print it: three significant digits, `< 0.0001` below that.
-pub fn format_p(p: f64) -> String {
-    if p < 1e-4 {
-        "< 0.0001".to_string()
-    } else if p >= 0.1 {
-        format!("{p:.3}")
-    } else {
-        format!("{p:.2e}")
-            .parse::<f64>()
-            .map(|x| format!("{x}"))
-            .unwrap_or_else(|_| format!("{p}"))
-    }
 }
 
 #[cfg(test)]
@@ -1098,12 +1081,5 @@ mod tests {
         assert_eq!(candidate_first, 51);
         let b = first_orders(8, &refs);
         assert_ne!(a, b, "another seed, another draw");
-    }
-
-    #[test]
-    fn p_values_print_with_three_digits() {
-        assert_eq!(format_p(1.0), "1.000");
-        assert_eq!(format_p(0.0215), "0.0215");
-        assert_eq!(format_p(0.000_01), "< 0.0001");
     }
 }
