@@ -4,6 +4,8 @@
 // A store is built in a temporary folder from examples/support_rag with the real binary: a run,
 // a second run with a larger token budget, their comparison under the example's policy, a
 // gold-context diagnosis, and a recorded (Ragas) run whose answers are hostile markup. The
+// comparison also judges the answers in pairs (`--pairwise`) with a scripted judge served by
+// this process (OpenAI wire format; it prefers the longer answer in either position). The
 // viewer is started on a free port; every page type is loaded and checked on the DOM.
 // Screenshots go to target/browser-screenshots/ (and to docs/images/ with
 // OLOPROOF_UPDATE_SCREENSHOTS=1).
@@ -14,7 +16,8 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -31,7 +34,7 @@ const { chromium } = createRequire(join(nodeModules, "noop.js"))("playwright-cor
 const XSS_SCRIPT = "<script>window.__xss=1</script>";
 const XSS_IMG = '<img src=x onerror="window.__xss=1">';
 
-let tmp, project, viewer, base, context;
+let tmp, project, viewer, base, context, judge;
 const ids = {};
 const summaries = {};
 
@@ -40,6 +43,46 @@ function oloproof(args, codes = [0]) {
   const r = spawnSync(bin, args, { cwd: tmp, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "" } });
   assert.ok(codes.includes(r.status), `oloproof ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
+}
+
+/** Runs the real binary without blocking this process (the scripted judge must answer). */
+function oloproofAsync(args, codes = [0]) {
+  return new Promise((resolveOut, reject) => {
+    const child = spawn(bin, args, { cwd: tmp, env: { ...process.env, CI: "true", RUST_LOG: "" } });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (codes.includes(code)) resolveOut(out);
+      else reject(new Error(`oloproof ${args.join(" ")} exited ${code}\n${out}\n${err}`));
+    });
+  });
+}
+
+/** A pairwise judge on a free port: the longer of `Answer A` and `Answer B` wins, else a tie. */
+function startJudge() {
+  return new Promise((resolveUrl) => {
+    judge = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        const request = JSON.parse(body);
+        const user = request.messages[1].content;
+        const [, a = "", b = ""] = user.match(/Answer A: ([\s\S]*)\n\nAnswer B: ([\s\S]*)$/) ?? [];
+        const winner = a.length > b.length ? "A" : b.length > a.length ? "B" : "tie";
+        const content = JSON.stringify({ reason: `the longer answer, ${winner}`, winner });
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({
+          id: "chatcmpl-browser", object: "chat.completion", created: 0, model: request.model,
+          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 },
+        }));
+      });
+    });
+    judge.listen(0, "127.0.0.1", () => resolveUrl(`http://127.0.0.1:${judge.address().port}/v1`));
+  });
 }
 
 /** The server's first stdout line names the URL; resolves with it. */
@@ -97,13 +140,19 @@ before(async () => {
     filter: (src) => !/(\.oloproof|__pycache__)$/.test(src),
   });
   mkdirSync(shots, { recursive: true });
+  const judgeUrl = await startJudge();
+  appendFileSync(
+    join(project, "oloproof.yaml"),
+    `judges:\n  longer: {provider: openai, base_url: "${judgeUrl}", model: browser-judge, max_retries: 0, timeout_s: 10}\n`,
+  );
   summaries.base = JSON.parse(oloproof(["run", project, "--json"]));
   summaries.budget = JSON.parse(oloproof(["run", project, "--set", "system.rag.token_budget=120", "--json"]));
   ids.base = summaries.base.run_id;
   ids.budget = summaries.budget.run_id;
   const comparison = JSON.parse(
-    oloproof(["compare", ids.budget, ids.base, "--policy", join(repo, "examples/support_rag/compare.yaml"), "--dir", project, "--json"], [0, 3]),
+    await oloproofAsync(["compare", ids.budget, ids.base, "--policy", join(repo, "examples/support_rag/compare.yaml"), "--dir", project, "--pairwise", "longer", "--json"], [0, 3]),
   );
+  summaries.pairwise = comparison.pairwise;
   ids.comparison = comparison.id;
   const diagnosis = JSON.parse(
     oloproof(["diagnose", ids.base, "--intervention", "gold-context", "--criterion", "answer_correct", "--dir", project, "--json"]),
@@ -139,6 +188,7 @@ before(async () => {
 
 after(async () => {
   await context?.close();
+  judge?.close();
   if (viewer && viewer.exitCode === null) {
     viewer.removeAllListeners("exit");
     viewer.kill("SIGINT");
@@ -267,5 +317,30 @@ test("the HTML report opens from disk, inert, with the same numbers", async () =
   await page.goto(pathToFileURL(join(tmp, "comparison.html")).href);
   assert.equal((await page.locator("h1").textContent()).trim(), "Oloproof comparison report");
   await assertInert(page);
+  assert.equal(await page.locator("#pairwise table.pairwise-cases tr[data-case]").count(), summaries.pairwise.cases.length);
+  assert.deepEqual(page.problems, []);
+});
+
+test("the comparison shows the pairwise judgments case by case", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${base}/comparisons/${ids.comparison}`)).status(), 200);
+  const section = page.locator("#pairwise");
+  assert.equal(await section.isVisible(), true);
+  assert.match(await section.locator("h2").textContent(), /Pairwise preference \(judge longer: browser-judge · pairwise@1 · both orders\) · report only/);
+  const t = summaries.pairwise.tally;
+  assert.match(await section.locator("ul li").first().textContent(), new RegExp(`${t.wins} wins · ${t.losses} losses · ${t.ties} ties`));
+  const rows = section.locator("table.pairwise-cases tr[data-case]");
+  assert.equal(await rows.count(), summaries.pairwise.cases.length);
+  // Every stored case is a row with its outcome; a judged one shows both calls' choices.
+  for (const c of summaries.pairwise.cases) {
+    const row = section.locator(`tr[data-case="${c.case_id}"]`);
+    assert.equal(await row.getAttribute("data-outcome"), c.outcome);
+    if (c.calls?.length) {
+      assert.equal((await row.locator("td:nth-child(3)").textContent()).trim(), c.first);
+      assert.match(await row.locator("td:nth-child(4)").textContent(), new RegExp(`^${c.calls[0].preferred}`));
+    }
+  }
+  await section.scrollIntoViewIfNeeded();
+  await screenshot(page, "comparison-pairwise");
   assert.deepEqual(page.problems, []);
 });

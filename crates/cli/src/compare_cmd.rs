@@ -4,18 +4,27 @@
 //! The policy is read and validated before the store is opened, so a typo in `compare.yaml`
 //! is reported (exit 2) without touching the runs; criteria and case ids are then checked
 //! against the two runs. The gate decides the exit code: 0 PASS, 3 BLOCK.
+//!
+//! A pairwise comparison (`--pairwise JUDGE`, or the policy's `pairwise:` block) reads the
+//! judges of `oloproof.yaml`, checks the judge (declared, a chat judge, calibrated when it
+//! decides), judges the pairs through the store's judge-call cache and commits the new cache
+//! entries. Judge calls that failed on more than the policy's `max_missing_rate` of the shared
+//! cases make the comparison incomplete: exit 4, whatever the gate.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use oloproof_core::comparison::Gate;
+use oloproof_core::comparison::{Gate, PairwiseComparison, PairwiseOptions};
 use oloproof_core::config::ConfigError;
-use oloproof_engine::compare::{compare as compare_runs, record_comparison, CompareError, Policy};
+use oloproof_core::run::LoadedRun;
+use oloproof_engine::compare::{compare_with_pairwise, record_comparison, CompareError, Policy};
+use oloproof_engine::judged::{JudgeRegistry, StoreJudgeCache};
+use oloproof_engine::pairwise::{self, PairwiseSetup};
 use oloproof_engine::run::EngineEvaluators;
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
-use crate::commands::{open_store, CliError};
+use crate::commands::{existing_store_path, load, CliError};
 use crate::exit_codes;
 
 #[derive(clap::Args, Debug)]
@@ -35,6 +44,11 @@ pub(crate) struct CompareArgs {
     /// JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also judge every shared case's two answers head to head with this judge (a name under
+    /// `judges:` in oloproof.yaml), in both orders. Without a `pairwise:` block in the policy it
+    /// is a report, not a decision; with one, it replaces the block's judge.
+    #[arg(long, value_name = "JUDGE")]
+    pub(crate) pairwise: Option<String>,
 }
 
 fn read_policy(path: &Path) -> Result<Policy, CliError> {
@@ -48,8 +62,12 @@ fn read_policy(path: &Path) -> Result<Policy, CliError> {
 
 /// `oloproof compare`: prints the comparison and returns the gate's exit code.
 pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
-    let policy = read_policy(&args.policy)?;
-    let mut store = open_store(&args.location, args.dir.as_deref())?;
+    let mut policy = read_policy(&args.policy)?;
+    if let Some(judge) = &args.pairwise {
+        policy = policy.with_pairwise_judge(judge);
+    }
+    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
+    let mut store = SqliteStore::open(&store_path)?;
     let candidate = store.load_run(&args.candidate, &EngineEvaluators)?;
     let baseline = store.load_run(&args.baseline, &EngineEvaluators)?;
     let gated: Vec<String> = policy
@@ -66,10 +84,20 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
              with `calibration.{judge}.min_kappa` declared in oloproof.yaml, or gate on another criterion"
         )));
     }
-    let comparison = compare_runs(&candidate, &baseline, &policy).map_err(|e| match e {
-        CompareError::Policy(e) => CliError::Config(ConfigError::Invalid(e)),
-        other => CliError::Usage(other.to_string()),
-    })?;
+    let pairwise = match policy.pairwise() {
+        Some(options) => Some(judge_pairs_with(
+            &args,
+            &policy,
+            options,
+            &mut store,
+            &store_path,
+            &candidate,
+            &baseline,
+        )?),
+        None => None,
+    };
+    let comparison =
+        compare_with_pairwise(&candidate, &baseline, &policy, pairwise).map_err(compare_error)?;
     record_comparison(&mut store, &comparison)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -86,10 +114,89 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
         )?;
     }
     out.flush()?;
+    drop(out);
+    if let (true, Some(p)) = (comparison.pairwise_incomplete(), &comparison.pairwise) {
+        let allowed = policy.options().max_missing_rate;
+        {
+            let mut err = std::io::stderr().lock();
+            writeln!(
+                err,
+                "error: the pairwise judge `{}` failed on {} of {} shared cases, above the policy's max_missing_rate of {:.1}%: the comparison is incomplete (the failed calls are listed by `oloproof inspect {}`; re-run the same command to retry them, answered calls are cached)",
+                p.judge,
+                p.judge_errors,
+                p.cases.len(),
+                allowed * 100.0,
+                comparison.id
+            )?;
+            return Ok(exit_codes::INCOMPLETE);
+        }
+    }
     Ok(match comparison.gate {
         Gate::Pass => exit_codes::SUCCESS,
         Gate::Block => exit_codes::GATE_BLOCKED,
     })
+}
+
+fn compare_error(e: CompareError) -> CliError {
+    match e {
+        CompareError::Policy(e) => CliError::Config(ConfigError::Invalid(e)),
+        CompareError::Engine(e) => CliError::Engine(e),
+        other => CliError::Usage(other.to_string()),
+    }
+}
+
+/// The pairwise judgments of the two runs: the project's judges, the judge checked, every
+/// shared case judged in both orders through the judge-call cache, the new entries committed.
+fn judge_pairs_with(
+    args: &CompareArgs,
+    policy: &Policy,
+    options: &PairwiseOptions,
+    store: &mut SqliteStore,
+    store_path: &Path,
+    candidate: &LoadedRun,
+    baseline: &LoadedRun,
+) -> Result<PairwiseComparison, CliError> {
+    // No shared case is a policy error located in compare.yaml, reported before the judges.
+    policy
+        .check(candidate, baseline)
+        .map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
+    let config = load(&args.location, args.dir.as_deref(), &[])?;
+    let judges = &config.options.judges;
+    let mut calibrated = false;
+    policy
+        .check_pairwise_judge(judges, |name| {
+            calibrated = pairwise::is_calibrated(store, judges, name)?;
+            Ok(calibrated)
+        })
+        .map_err(compare_error)?;
+    if options.exploratory {
+        calibrated = pairwise::is_calibrated(store, judges, &options.judge)?;
+    }
+    // A judge that cannot be built (a local model that does not load) is a settings error.
+    // Only the pairwise judge is built (a local model of another judge is not loaded).
+    let only: std::collections::BTreeMap<String, serde_json::Value> = judges
+        .iter()
+        .filter(|(name, _)| **name == options.judge)
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let registry =
+        JudgeRegistry::from_options(&only).map_err(|e| CliError::Usage(e.to_string()))?;
+    let client = registry
+        .client(&options.judge)
+        .ok_or_else(|| CliError::Usage(format!("no judge named `{}`", options.judge)))?;
+    // The store is open at this path: a reader that cannot open is a real failure (judging
+    // every pair again, uncached and billed, without a word would be worse).
+    let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(store_path)?));
+    let setup = PairwiseSetup {
+        options,
+        judge: client,
+        cache: &cache,
+        calibrated,
+    };
+    let judged = pairwise::judge_pairs(candidate, baseline, &setup)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    store.put_cache_entries(&cache.take_writes())?;
+    Ok(judged)
 }
 
 /// For `oloproof inspect sha256:…`: the changed cases of a recorded comparison, or `None` when

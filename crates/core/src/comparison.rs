@@ -24,6 +24,9 @@ pub enum DecisionKind {
     Superiority,
     /// None of the listed cases regressed.
     NoRegression,
+    /// The pairwise judge prefers the candidate's answers in at least `min_win_rate` of the
+    /// decided cases (declared in the policy's `pairwise:` block, never in `decisions:`).
+    PairwisePreference,
 }
 
 impl DecisionKind {
@@ -33,6 +36,7 @@ impl DecisionKind {
             DecisionKind::NonInferiority => "non_inferiority",
             DecisionKind::Superiority => "superiority",
             DecisionKind::NoRegression => "no_regression",
+            DecisionKind::PairwisePreference => "pairwise_preference",
         }
     }
 }
@@ -61,11 +65,60 @@ pub struct DecisionOptions {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyOptions {
-    /// The decisions, all of which must pass for the gate to pass.
+    /// The decisions, all of which must pass for the gate to pass (may be left out when a
+    /// `pairwise:` block decides).
+    #[serde(default)]
     pub decisions: Vec<DecisionOptions>,
     /// Largest share of a decision's shared cases that may be missing (default 0).
     #[serde(default)]
     pub max_missing_rate: f64,
+    /// The pairwise A/B comparison and its decision (`pairwise:`), if declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseOptions>,
+}
+
+/// Default name of the pairwise decision.
+pub const PAIRWISE_DECISION_NAME: &str = "pairwise-preference";
+
+fn default_pairwise_name() -> String {
+    PAIRWISE_DECISION_NAME.to_string()
+}
+
+fn default_min_win_rate() -> f64 {
+    0.5
+}
+
+/// `pairwise:` of `compare.yaml`: the candidate's and the baseline's answers judged head to
+/// head by one judge, in both orders, and the decision on the candidate's win rate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PairwiseOptions {
+    /// The judge, by its name in `oloproof.yaml`'s `judges:`.
+    pub judge: String,
+    /// The decision's name (default `pairwise-preference`).
+    #[serde(default = "default_pairwise_name")]
+    pub name: String,
+    /// The decision passes when the lower bound of the exact 95 % interval of the candidate's
+    /// win rate among decided cases (wins and losses; ties dropped) lies above this share
+    /// (default 0.5: the candidate is preferred).
+    #[serde(default = "default_min_win_rate")]
+    pub min_win_rate: f64,
+    /// The candidate's generator model, when its traces do not record one (`usage.model` or
+    /// `model` in the generation output): compared with the judge's model family to flag
+    /// self-preference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_model: Option<String>,
+    /// The baseline's generator model, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_generator_model: Option<String>,
+    /// Decide with a judge that has no passing calibration for pairwise preference (default
+    /// false: refused). Recorded with the comparison and printed beside the decision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_uncalibrated: bool,
+    /// Report only: judge and report the pairs, but add no decision to the gate (what
+    /// `compare --pairwise JUDGE` does without a `pairwise:` block).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exploratory: bool,
 }
 
 /// Which interval a difference line carries.
@@ -201,6 +254,9 @@ pub struct DecisionResult {
     /// The interval it read, in points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_points: Option<[f64; 2]>,
+    /// `pairwise_preference`: the smallest win rate it accepts, in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_win_rate_points: Option<f64>,
     /// Evidence: the regressed or missing case ids, or the missing share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub detail: Vec<String>,
@@ -298,6 +354,9 @@ pub struct Comparison {
     pub gate: Gate,
     /// Shared cases whose verdict changed, regressions first.
     pub changes: Vec<CaseChange>,
+    /// The pairwise A/B comparison, when the policy or `--pairwise` asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseComparison>,
 }
 
 impl Comparison {
@@ -306,12 +365,306 @@ impl Comparison {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             map.remove("id");
+            // Judge usage (tokens, cost, cache hits) depends on what was cached, not on what
+            // was judged: the same comparison re-run from the cache keeps its id.
+            if let Some(Value::Object(p)) = map.get_mut("pairwise") {
+                p.shift_remove("usage");
+            }
         }
         value
+    }
+
+    /// Whether the pairwise judge failed on more than the policy's `max_missing_rate` of the
+    /// shared cases: the comparison is incomplete (`oloproof compare` exits 4, whatever the
+    /// gate).
+    pub fn pairwise_incomplete(&self) -> bool {
+        self.pairwise.as_ref().is_some_and(|p| {
+            p.judge_errors > 0
+                && p.judge_errors as f64 / p.cases.len().max(1) as f64
+                    > self.policy.max_missing_rate
+        })
     }
 
     /// `sha256:` + the content hash.
     pub fn compute_id(&self) -> String {
         format!("sha256:{}", content_hash(&self.content()))
     }
+}
+
+/// One side of a pairwise comparison.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The candidate run's answer.
+    Candidate,
+    /// The baseline run's answer.
+    Baseline,
+}
+
+impl Side {
+    /// `candidate` or `baseline`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Side::Candidate => "candidate",
+            Side::Baseline => "baseline",
+        }
+    }
+}
+
+/// Which answer one judge call (or the case) preferred.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Preference {
+    /// The candidate's answer.
+    Candidate,
+    /// The baseline's answer.
+    Baseline,
+    /// Neither.
+    Tie,
+}
+
+impl Preference {
+    /// `candidate`, `baseline` or `tie`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Preference::Candidate => "candidate",
+            Preference::Baseline => "baseline",
+            Preference::Tie => "tie",
+        }
+    }
+}
+
+/// How one shared case ended in the pairwise comparison.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum PairwiseOutcome {
+    /// Both orders preferred the candidate.
+    Win,
+    /// Both orders preferred the baseline.
+    Loss,
+    /// The orders disagreed, or both said tie.
+    Tie,
+    /// Not judged because something failed: a side's generation (or its trace) or the judge
+    /// call. Counted, never a tie or a win.
+    Missing,
+    /// Not judged because a side has no answer to judge (no string `answer`).
+    Excluded,
+}
+
+impl PairwiseOutcome {
+    /// `win`, `loss`, `tie`, `missing`, `excluded`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PairwiseOutcome::Win => "win",
+            PairwiseOutcome::Loss => "loss",
+            PairwiseOutcome::Tie => "tie",
+            PairwiseOutcome::Missing => "missing",
+            PairwiseOutcome::Excluded => "excluded",
+        }
+    }
+}
+
+/// One judge call of a pairwise case: which answer was shown first (as `A`) and which one the
+/// judge preferred, in the comparison's words.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PairwiseCall {
+    /// The answer shown as `A`.
+    pub shown_first: Side,
+    /// The preferred answer (`A`/`B` mapped back to the sides).
+    pub preferred: Preference,
+    /// The judge's justification, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One shared case of a pairwise comparison.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PairwiseCase {
+    /// Case id.
+    pub case_id: String,
+    /// How it ended.
+    pub outcome: PairwiseOutcome,
+    /// For `missing` and `excluded`: a snake_case reason code (`candidate_failed`,
+    /// `baseline_no_answer`, `judge_error`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For `missing`: what failed (the stage error or the judge error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The answer shown first in the first call (drawn from the order seed and the case id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<Side>,
+    /// The two calls, in the order they were made (empty when the case was not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<PairwiseCall>,
+    /// Whether the two orders agreed (`None` when the case was not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistent: Option<bool>,
+    /// Characters of the candidate's and the baseline's answers (`None`: no answer).
+    pub chars: [Option<u64>; 2],
+    /// Words (whitespace-separated) of the candidate's and the baseline's answers.
+    pub words: [Option<u64>; 2],
+}
+
+impl PairwiseCase {
+    /// Candidate − baseline characters, when both answers exist.
+    pub fn char_difference(&self) -> Option<i64> {
+        Some(self.chars[0]? as i64 - self.chars[1]? as i64)
+    }
+    /// Candidate − baseline words, when both answers exist.
+    pub fn word_difference(&self) -> Option<i64> {
+        Some(self.words[0]? as i64 - self.words[1]? as i64)
+    }
+}
+
+/// Wins, losses and ties of a group of cases, with the win rate among the decided ones.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct PairwiseTally {
+    /// Cases both orders gave to the candidate.
+    pub wins: u64,
+    /// Cases both orders gave to the baseline.
+    pub losses: u64,
+    /// Cases the orders disagreed on, or both called a tie.
+    pub ties: u64,
+    /// `100 · wins / (wins + losses)`, to 0.1 points; `None` with no decided case.
+    pub win_rate_points: Option<f64>,
+}
+
+/// Position consistency: how often the two orders of a case agreed, and which position the
+/// single calls preferred (a judge biased towards `A` prefers the first position).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct PositionConsistency {
+    /// Cases judged in both orders.
+    pub judged: u64,
+    /// Of those, cases whose two orders agreed (same winner, or tie twice).
+    pub agreed: u64,
+    /// `100 · agreed / judged`, to 0.1 points; `None` when nothing was judged.
+    pub agreed_points: Option<f64>,
+    /// Single calls that preferred the answer shown first (`A`).
+    pub first_position_preferred: u64,
+    /// Single calls that preferred the answer shown second (`B`).
+    pub second_position_preferred: u64,
+    /// Single calls that said tie.
+    pub tie_calls: u64,
+    /// Judged cases whose first call showed the candidate first.
+    pub candidate_shown_first: u64,
+    /// Judged cases whose first call showed the baseline first.
+    pub baseline_shown_first: u64,
+}
+
+/// Where a generator model name came from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelSource {
+    /// The run's traces: `usage.model` or `model` of the generation output.
+    Recorded,
+    /// The policy's `generator_model` / `baseline_generator_model`.
+    Declared,
+}
+
+/// A generator model seen on one side of the comparison.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorModel {
+    /// Which run generated with it.
+    pub side: Side,
+    /// The model name as recorded or declared.
+    pub model: String,
+    /// Its family (see `oloproof_engine::pairwise::model_family`).
+    pub family: String,
+    /// Where the name came from.
+    pub source: ModelSource,
+    /// Cases whose trace records it (0 for a declared model).
+    pub cases: u64,
+}
+
+/// Self-preference risk: a judge tends to prefer answers of its own model family.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SelfPreference {
+    /// The judge's model name.
+    pub judge_model: String,
+    /// Its family.
+    pub judge_family: String,
+    /// Every generator model known, recorded or declared.
+    pub generators: Vec<GeneratorModel>,
+    /// The sides whose generator shares the judge's family (flagged, not refused).
+    pub same_family: Vec<Side>,
+}
+
+/// Answer lengths beside the preference: a length-biased judge shows as a high win rate when
+/// the candidate's answer is longer and a low one when it is shorter.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct LengthSummary {
+    /// Cases where both answers exist.
+    pub cases: u64,
+    /// Mean candidate − baseline characters over those cases.
+    pub mean_char_difference: Option<f64>,
+    /// Mean candidate − baseline words over those cases.
+    pub mean_word_difference: Option<f64>,
+    /// Decided or tied cases whose candidate answer has more characters.
+    pub candidate_longer: PairwiseTally,
+    /// … fewer characters.
+    pub candidate_shorter: PairwiseTally,
+    /// … as many characters.
+    pub same_length: PairwiseTally,
+}
+
+/// Judge calls of a pairwise comparison (not part of the comparison id: a re-run served from
+/// the cache sends nothing and keeps the id).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct PairwiseUsage {
+    /// Calls answered (sent or cached).
+    pub calls: u64,
+    /// Of those, answered from the judge-call cache.
+    pub cached: u64,
+    /// Calls that failed (their cases are `missing`).
+    pub failed: u64,
+    /// Input tokens billed.
+    pub input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
+    /// Dollars, when the judge has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The pairwise A/B comparison of a [`Comparison`]: every shared case's two answers judged
+/// head to head in both orders (a winner only when the orders agree, else a tie).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PairwiseComparison {
+    /// The judge's name in `judges:`.
+    pub judge: String,
+    /// Template id and version (`pairwise@1`).
+    pub template: String,
+    /// Seed of the per-case order draw (the baseline run's recorded `bootstrap.seed`).
+    pub order_seed: u64,
+    /// Whether the judge holds a passing calibration for pairwise preference.
+    pub calibrated: bool,
+    /// Report only (no decision).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exploratory: bool,
+    /// Wins, losses, ties and the win rate among decided cases.
+    pub tally: PairwiseTally,
+    /// Cases not judged because a side or the judge failed.
+    pub missing: u64,
+    /// Cases not judged because a side has no answer.
+    pub excluded: u64,
+    /// Of the missing cases, those whose judge call failed.
+    pub judge_errors: u64,
+    /// Exact (Clopper–Pearson) 95 % interval of the win rate among decided cases, in points,
+    /// rounded outward to 0.1; `None` with no decided case.
+    pub interval_points: Option<[f64; 2]>,
+    /// Two-sided exact sign test of wins against losses (ties dropped); `None` with no decided
+    /// case.
+    pub sign_test_p: Option<f64>,
+    /// How often the two orders agreed.
+    pub consistency: PositionConsistency,
+    /// The judge's and the generators' model families.
+    pub self_preference: SelfPreference,
+    /// Answer lengths beside the preference.
+    pub length: LengthSummary,
+    /// Every shared case, in the baseline's order.
+    pub cases: Vec<PairwiseCase>,
+    /// Judge calls, tokens and cost (left out of the comparison id).
+    #[serde(default)]
+    pub usage: PairwiseUsage,
 }

@@ -35,7 +35,8 @@ use oloproof_core::case::Case;
 use oloproof_core::comparison::{
     BootstrapSettings, CaseChange, CaseSets, ChangeDirection, Comparison, DecisionKind,
     DecisionOptions, DecisionResult, DecisionVerdict, DifferenceLine, DifferenceMethod, Gate,
-    PolicyOptions, SettingDifference, SliceLine, VerdictChange, COMPARISON_SCHEMA_VERSION,
+    PairwiseComparison, PairwiseOptions, PolicyOptions, SettingDifference, SliceLine,
+    VerdictChange, COMPARISON_SCHEMA_VERSION, PAIRWISE_DECISION_NAME,
 };
 use oloproof_core::run::LoadedRun;
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
@@ -76,6 +77,62 @@ pub mod reason {
 pub struct Policy {
     options: PolicyOptions,
     doc: YamlDocument,
+    /// The pairwise judge came from `--pairwise` (errors name the flag, not the file).
+    judge_from_flag: bool,
+}
+
+/// Checks a `pairwise:` block: a judge name, `min_win_rate` in `[0, 1)`, a decision name
+/// that no other decision has, non-empty model names.
+fn check_pairwise_options(
+    doc: &YamlDocument,
+    p: &PairwiseOptions,
+    names: &HashMap<&str, usize>,
+) -> Result<(), SourceError> {
+    if p.judge.trim().is_empty() {
+        let mut err = doc.error_at("pairwise.judge", true, "the pairwise judge name is empty");
+        err.expected = Some("the name of a judge declared in oloproof.yaml".into());
+        return Err(err);
+    }
+    if !(p.min_win_rate.is_finite() && (0.0..1.0).contains(&p.min_win_rate)) {
+        let mut err = doc.error_at(
+            "pairwise.min_win_rate",
+            true,
+            "`min_win_rate` must lie in [0, 1)",
+        );
+        err.expected = Some("a share of the decided cases, such as 0.5".into());
+        return Err(err);
+    }
+    if p.name.trim().is_empty() {
+        return Err(doc.error_at("pairwise.name", true, "the decision name is empty"));
+    }
+    if let Some(i) = names.get(p.name.as_str()) {
+        let key = if doc.locate("pairwise.name").is_some() {
+            "pairwise.name"
+        } else {
+            "pairwise"
+        };
+        let mut err = doc.error_at(
+            key,
+            key == "pairwise.name",
+            format!("decision `{}` is declared twice", p.name),
+        );
+        err.help = Some(format!(
+            "rename one (the other is decisions[{i}]); the pairwise decision is named with `pairwise.name`"
+        ));
+        return Err(err);
+    }
+    for key in ["generator_model", "baseline_generator_model"] {
+        let value = match key {
+            "generator_model" => &p.generator_model,
+            _ => &p.baseline_generator_model,
+        };
+        if value.as_ref().is_some_and(|m| m.trim().is_empty()) {
+            let mut err = doc.error_at(&format!("pairwise.{key}"), true, "the model name is empty");
+            err.expected = Some("a model name such as gpt-4o-mini".into());
+            return Err(err);
+        }
+    }
+    Ok(())
 }
 
 impl Policy {
@@ -87,7 +144,8 @@ impl Policy {
     pub fn parse(path: &str, text: &str) -> Result<Policy, SourceError> {
         let doc = YamlDocument::parse(path, text)?;
         let options: PolicyOptions = doc.deserialize(&doc.value)?;
-        if options.decisions.is_empty() {
+        let pairwise_decides = options.pairwise.as_ref().is_some_and(|p| !p.exploratory);
+        if options.decisions.is_empty() && !pairwise_decides {
             let mut err = doc.error_at("decisions", false, "the policy declares no decisions");
             err.help = Some(
                 "declare at least one decision; a gate without decisions would pass anything"
@@ -129,6 +187,18 @@ impl Policy {
                 err
             };
             match d.kind {
+                DecisionKind::PairwisePreference => {
+                    let mut err = doc.error_at(
+                        &at("kind"),
+                        true,
+                        "a pairwise_preference decision is declared in the policy's `pairwise:` block",
+                    );
+                    err.help = Some(format!(
+                        "remove decisions[{i}] and add `pairwise: {{judge: NAME, name: {}, min_win_rate: 0.5}}`",
+                        d.name
+                    ));
+                    return Err(err);
+                }
                 DecisionKind::NonInferiority | DecisionKind::Superiority => {
                     if d.criterion.is_none() {
                         let mut err = doc.error_at(
@@ -208,7 +278,129 @@ impl Policy {
                 _ => {}
             }
         }
-        Ok(Policy { options, doc })
+        if let Some(p) = &options.pairwise {
+            check_pairwise_options(&doc, p, &names)?;
+        }
+        Ok(Policy {
+            options,
+            doc,
+            judge_from_flag: false,
+        })
+    }
+
+    /// Applies `compare --pairwise JUDGE`: the judge of the policy's `pairwise:` block (the
+    /// flag wins over the file), or, without a block, a report-only pairwise comparison
+    /// (`exploratory`: no decision).
+    pub fn with_pairwise_judge(mut self, judge: &str) -> Policy {
+        match &mut self.options.pairwise {
+            Some(p) => p.judge = judge.to_string(),
+            None => {
+                self.options.pairwise = Some(PairwiseOptions {
+                    judge: judge.to_string(),
+                    name: PAIRWISE_DECISION_NAME.to_string(),
+                    min_win_rate: 0.5,
+                    generator_model: None,
+                    baseline_generator_model: None,
+                    allow_uncalibrated: false,
+                    exploratory: true,
+                })
+            }
+        }
+        self.judge_from_flag = true;
+        self
+    }
+
+    /// The pairwise options, when the policy or `--pairwise` asks for a pairwise comparison.
+    pub fn pairwise(&self) -> Option<&PairwiseOptions> {
+        self.options.pairwise.as_ref()
+    }
+
+    /// Checks the pairwise judge against the judges declared in `oloproof.yaml` (`declared`,
+    /// by name): it must exist and be able to answer a chat prompt (not a local embedding or
+    /// pair-classifier model), and, when the pairwise comparison decides, hold a passing
+    /// pairwise calibration unless the block says `allow_uncalibrated: true`.
+    ///
+    /// Errors point at `pairwise.judge` in the policy, or name the `--pairwise` flag when
+    /// the judge came from it.
+    pub fn check_pairwise_judge(
+        &self,
+        declared: &BTreeMap<String, Value>,
+        calibrated: impl FnOnce(&str) -> Result<bool, EngineError>,
+    ) -> Result<(), CompareError> {
+        let Some(p) = &self.options.pairwise else {
+            return Ok(());
+        };
+        let names: Vec<&str> = declared.keys().map(String::as_str).collect();
+        let located = |message: String, expected: Option<String>, help: Option<String>| {
+            if self.judge_from_flag {
+                let mut text = format!("--pairwise {}: {message}", p.judge);
+                if let Some(e) = expected {
+                    text.push_str(&format!("; expected {e}"));
+                }
+                if let Some(h) = help {
+                    text.push_str(&format!("; {h}"));
+                }
+                CompareError::PairwiseJudge(text)
+            } else {
+                let mut err = self.doc.error_at("pairwise.judge", true, message);
+                err.expected = expected;
+                err.help = help;
+                CompareError::Policy(err)
+            }
+        };
+        let Some(settings) = declared.get(&p.judge) else {
+            let expected = if names.is_empty() {
+                "a judge declared under `judges:` in oloproof.yaml (it declares none)".to_string()
+            } else {
+                format!("a judge declared in oloproof.yaml: {}", names.join(", "))
+            };
+            let help = did_you_mean(&p.judge, names.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"))
+                .or_else(|| {
+                    names.is_empty().then(|| {
+                        "declare one, e.g. `judges: {gpt: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY}}`".to_string()
+                    })
+                });
+            return Err(located(
+                format!("no judge named `{}`", p.judge),
+                Some(expected),
+                help,
+            ));
+        };
+        let local_kind = settings.get("provider").and_then(Value::as_str) == Some("local")
+            && settings.get("kind").and_then(Value::as_str) != Some("generate");
+        if local_kind {
+            return Err(located(
+                format!(
+                    "judge `{}` is a local {} model: it cannot answer the pairwise prompt",
+                    p.judge,
+                    settings
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("non-chat")
+                ),
+                Some(
+                    "an LLM judge (an HTTP provider, or `provider: local` with `kind: generate`)"
+                        .into(),
+                ),
+                None,
+            ));
+        }
+        if !p.exploratory && !p.allow_uncalibrated && !calibrated(&p.judge)? {
+            return Err(located(
+                format!(
+                    "judge `{}` has no passing calibration for pairwise preference, so it may not decide",
+                    p.judge
+                ),
+                None,
+                Some(format!(
+                    "calibrate it against human preferences first, or add `allow_uncalibrated: true` to `pairwise:` \
+                     (recorded and printed with the decision), or use `--pairwise {}` without a `pairwise:` block for a report without a decision",
+                    p.judge
+                )),
+            ));
+        }
+        Ok(())
     }
 
     /// The policy as the file says it.
@@ -218,6 +410,39 @@ impl Policy {
 
     /// Checks the policy's criteria and case ids against the two runs, with located errors.
     pub fn check(&self, candidate: &LoadedRun, baseline: &LoadedRun) -> Result<(), SourceError> {
+        if self.options.pairwise.is_some() {
+            let in_candidate: HashSet<&str> = candidate
+                .cases
+                .iter()
+                .map(|(c, _, _)| c.id.as_str())
+                .collect();
+            if !baseline
+                .cases
+                .iter()
+                .any(|(c, _, _)| in_candidate.contains(c.id.as_str()))
+            {
+                let key = if self.doc.locate("pairwise").is_some() {
+                    "pairwise"
+                } else {
+                    "decisions"
+                };
+                let mut err = self.doc.error_at(
+                    key,
+                    false,
+                    format!(
+                        "runs {} and {} share no case: there is nothing to judge in pairs",
+                        candidate.record.id, baseline.record.id
+                    ),
+                );
+                err.expected =
+                    Some("two runs of the same case file (cases are paired by id)".into());
+                err.help = Some(
+                    "compare a run with another run of the same cases, e.g. `oloproof run . --set …` then `oloproof compare NEW OLD --policy …`"
+                        .into(),
+                );
+                return Err(err);
+            }
+        }
         let in_candidate: HashSet<&str> =
             candidate.criteria.iter().map(|(c, _)| c.as_str()).collect();
         let shared = shared_criteria(candidate, baseline);
@@ -302,9 +527,20 @@ fn decision_verdict(v: Verdict3) -> DecisionVerdict {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompareError {
-    /// The policy does not fit the runs (unknown criterion or case).
+    /// The policy does not fit the runs (unknown criterion or case, a pairwise judge that is
+    /// not declared or not calibrated, no shared case to judge in pairs).
     #[error("{0}")]
     Policy(#[from] SourceError),
+    /// The `--pairwise` judge is not usable (not declared, not a chat judge, uncalibrated).
+    #[error("{0}")]
+    PairwiseJudge(String),
+    /// The policy has a `pairwise:` block but no pairwise judgments were given
+    /// ([`compare_with_pairwise`]).
+    #[error("the policy declares a pairwise comparison, but no pairwise judgments were made")]
+    PairwiseNotJudged,
+    /// The calibration lookup failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -600,6 +836,7 @@ fn decide(
         verdict: DecisionVerdict::InsufficientEvidence,
         reason: String::new(),
         interval_points: None,
+        min_win_rate_points: None,
         detail: Vec::new(),
     };
     let line_of = |c: &str| lines.iter().find(|l| l.criterion == c);
@@ -642,6 +879,10 @@ fn decide(
             };
             result.verdict = decision_verdict(decision.verdict);
             result.reason = decision.reason.to_string();
+        }
+        // Refused by `Policy::parse`; decided by `pairwise::decide` instead.
+        DecisionKind::PairwisePreference => {
+            result.reason = reason::NO_PAIRED_OBSERVATIONS.to_string();
         }
         DecisionKind::NoRegression => {
             let mut regressed = Vec::new();
@@ -698,6 +939,27 @@ pub fn compare(
     baseline: &LoadedRun,
     policy: &Policy,
 ) -> Result<Comparison, CompareError> {
+    compare_with_pairwise(candidate, baseline, policy, None)
+}
+
+/// [`compare`], with the pairwise judgments of [`crate::pairwise::judge_pairs`] when the
+/// policy asks for them: the record carries them, and unless they are exploratory their
+/// decision ([`crate::pairwise::decide`]) joins the policy's decisions (last) and the gate.
+///
+/// # Errors
+///
+/// [`CompareError::Policy`] when the policy does not fit the runs;
+/// [`CompareError::PairwiseNotJudged`] when the policy has a `pairwise:` block and `pairwise`
+/// is `None`.
+pub fn compare_with_pairwise(
+    candidate: &LoadedRun,
+    baseline: &LoadedRun,
+    policy: &Policy,
+    pairwise: Option<PairwiseComparison>,
+) -> Result<Comparison, CompareError> {
+    if policy.options.pairwise.is_some() && pairwise.is_none() {
+        return Err(CompareError::PairwiseNotJudged);
+    }
     let _span = tracing::info_span!(
         "compare",
         candidate = %candidate.record.id,
@@ -814,12 +1076,21 @@ pub fn compare(
         }
     }
 
-    let decisions: Vec<DecisionResult> = policy
+    let mut decisions: Vec<DecisionResult> = policy
         .options
         .decisions
         .iter()
         .map(|d| decide(d, &policy.options, &lines, &kinds, &shared, &shared_ids))
         .collect();
+    if let (Some(options), Some(p)) = (&policy.options.pairwise, &pairwise) {
+        if !options.exploratory {
+            decisions.push(crate::pairwise::decide(
+                p,
+                options,
+                policy.options.max_missing_rate,
+            ));
+        }
+    }
     let gate = if decisions.iter().all(|d| d.verdict == DecisionVerdict::Pass) {
         Gate::Pass
     } else {
@@ -862,6 +1133,7 @@ pub fn compare(
         decisions,
         gate,
         changes,
+        pairwise,
     };
     comparison.id = comparison.compute_id();
     Ok(comparison)
@@ -1248,7 +1520,10 @@ max_missing_rate: 0.0
         let cand = run("run_c", 3, 40, same);
         compare(&cand, &base, &policy(text))
             .map(|_| ())
-            .map_err(|CompareError::Policy(e)| e)
+            .map_err(|e| match e {
+                CompareError::Policy(e) => e,
+                other => panic!("not a policy error: {other}"),
+            })
             .unwrap_err()
     }
 
@@ -1311,5 +1586,212 @@ max_missing_rate: 0.0
         let e = check_error(text);
         assert_eq!(e.message, "unknown case `c9`: in neither run");
         assert_eq!(e.location(), at(text, 2, "c9"));
+    }
+
+    const PAIRWISE_POLICY: &str = "decisions:
+  - {name: answers-not-worse, criterion: answer_correct, kind: non_inferiority, margin_points: 5}
+pairwise:
+  judge: pj
+  min_win_rate: 0.5
+";
+
+    fn judges() -> BTreeMap<String, Value> {
+        let mut j = BTreeMap::new();
+        j.insert(
+            "pj".to_string(),
+            serde_json::json!({"provider": "openai", "model": "gpt-4o"}),
+        );
+        j.insert(
+            "embed".to_string(),
+            serde_json::json!({"provider": "local", "kind": "embedding", "path": "m"}),
+        );
+        j
+    }
+
+    #[test]
+    fn pairwise_blocks_are_validated_with_locations() {
+        let p = policy(PAIRWISE_POLICY);
+        assert_eq!(p.pairwise().unwrap().judge, "pj");
+        assert_eq!(p.pairwise().unwrap().name, "pairwise-preference");
+        // A pairwise block alone is a policy.
+        let only = policy("decisions: []\npairwise: {judge: pj}\n");
+        assert!(only.options().decisions.is_empty());
+        // … unless it only reports.
+        let e = policy_error("decisions: []\npairwise: {judge: pj, exploratory: true}\n");
+        assert_eq!(e.message, "the policy declares no decisions");
+
+        let text = "decisions: []\npairwise: {judge: pj, min_win_rate: 1.5}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "`min_win_rate` must lie in [0, 1)");
+        assert_eq!(e.location(), at(text, 2, "1.5"));
+
+        let text = "decisions: []\npairwise: {judge: pj, min_winrate: 0.6}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "unknown key `min_winrate`");
+        assert_eq!(e.help.as_deref(), Some("did you mean `min_win_rate`?"));
+
+        let text = "decisions:\n  - {name: p, kind: pairwise_preference}\n";
+        let e = policy_error(text);
+        assert_eq!(
+            e.message,
+            "a pairwise_preference decision is declared in the policy's `pairwise:` block"
+        );
+        assert_eq!(e.location(), at(text, 2, "pairwise_preference"));
+
+        let text = "decisions:\n  - {name: a, criterion: x, kind: superiority}\npairwise: {judge: pj, name: a}\n";
+        let e = policy_error(text);
+        assert_eq!(e.message, "decision `a` is declared twice");
+        assert_eq!(e.location(), at(text, 3, "a}"));
+    }
+
+    #[test]
+    fn pairwise_judges_must_be_declared_chat_judges_and_calibrated_to_decide() {
+        let p = policy(PAIRWISE_POLICY);
+        let ok = |_: &str| -> Result<bool, EngineError> { Ok(true) };
+        let uncalibrated = |_: &str| -> Result<bool, EngineError> { Ok(false) };
+        assert!(p.check_pairwise_judge(&judges(), ok).is_ok());
+        let located = |r: Result<(), CompareError>| match r {
+            Err(CompareError::Policy(e)) => e,
+            other => panic!("not located: {other:?}"),
+        };
+        let e = located(p.check_pairwise_judge(&judges(), uncalibrated));
+        assert_eq!(
+            e.message,
+            "judge `pj` has no passing calibration for pairwise preference, so it may not decide"
+        );
+        assert_eq!(e.location(), at(PAIRWISE_POLICY, 4, "pj"));
+        let waived = policy(&format!("{PAIRWISE_POLICY}  allow_uncalibrated: true\n"));
+        assert!(waived.check_pairwise_judge(&judges(), uncalibrated).is_ok());
+
+        let typo = policy(&PAIRWISE_POLICY.replace("judge: pj", "judge: pjj"));
+        let e = located(typo.check_pairwise_judge(&judges(), ok));
+        assert_eq!(e.message, "no judge named `pjj`");
+        assert_eq!(
+            e.expected.as_deref(),
+            Some("a judge declared in oloproof.yaml: embed, pj")
+        );
+        assert_eq!(e.help.as_deref(), Some("did you mean `pj`?"));
+        let local = policy(&PAIRWISE_POLICY.replace("judge: pj", "judge: embed"));
+        let e = located(local.check_pairwise_judge(&judges(), ok));
+        assert!(
+            e.message.contains("is a local embedding model"),
+            "{}",
+            e.message
+        );
+
+        // From the flag, without a block: a report only, so no calibration is needed; an
+        // unknown judge names the flag and the declared judges.
+        let flag = policy(POLICY).with_pairwise_judge("pj");
+        assert!(flag.pairwise().unwrap().exploratory);
+        assert!(flag.check_pairwise_judge(&judges(), uncalibrated).is_ok());
+        match policy(POLICY)
+            .with_pairwise_judge("nope")
+            .check_pairwise_judge(&judges(), ok)
+        {
+            Err(CompareError::PairwiseJudge(m)) => assert_eq!(
+                m,
+                "--pairwise nope: no judge named `nope`; expected a judge declared in oloproof.yaml: embed, pj"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The flag overrides the block's judge, which still decides.
+        let over = policy(PAIRWISE_POLICY).with_pairwise_judge("embed");
+        assert!(!over.pairwise().unwrap().exploratory);
+        assert!(matches!(
+            over.check_pairwise_judge(&judges(), ok),
+            Err(CompareError::PairwiseJudge(_))
+        ));
+    }
+
+    #[test]
+    fn runs_without_a_shared_case_cannot_be_judged_in_pairs() {
+        let base = run("run_b", 3, 40, same);
+        let mut cand = run("run_c", 3, 40, same);
+        for (c, _, _) in &mut cand.cases {
+            c.id = format!("x-{}", c.id);
+        }
+        let text = "decisions: []\npairwise: {judge: pj}\n";
+        let e = policy(text).check(&cand, &base).unwrap_err();
+        assert_eq!(
+            e.message,
+            "runs run_c and run_b share no case: there is nothing to judge in pairs"
+        );
+        assert_eq!(e.location(), "compare.yaml:2:1");
+        assert!(e.help.unwrap().contains("oloproof compare NEW OLD"));
+    }
+
+    fn pairwise_record(wins: u64, losses: u64, cached: u64) -> PairwiseComparison {
+        serde_json::from_value(serde_json::json!({
+            "judge": "pj", "template": "pairwise@1", "order_seed": 1, "calibrated": true,
+            "tally": {"wins": wins, "losses": losses, "ties": 0,
+                "win_rate_points": 100.0 * wins as f64 / (wins + losses) as f64},
+            "missing": 0, "excluded": 0, "judge_errors": 0,
+            "interval_points": oloproof_stats::clopper_pearson(wins, wins + losses, 0.95)
+                .map(|ci| [ci.lo * 100.0, ci.hi * 100.0]).unwrap(),
+            "sign_test_p": 0.01,
+            "consistency": {"judged": wins + losses, "agreed": wins + losses,
+                "first_position_preferred": 0, "second_position_preferred": 0, "tie_calls": 0,
+                "candidate_shown_first": 0, "baseline_shown_first": 0},
+            "self_preference": {"judge_model": "gpt-4o", "judge_family": "gpt",
+                "generators": [], "same_family": []},
+            "length": {"cases": 0, "candidate_longer": {"wins": 0, "losses": 0, "ties": 0},
+                "candidate_shorter": {"wins": 0, "losses": 0, "ties": 0},
+                "same_length": {"wins": 0, "losses": 0, "ties": 0}},
+            "cases": (0..wins + losses).map(|i| serde_json::json!({
+                "case_id": format!("c{i}"), "outcome": if i < wins { "win" } else { "loss" },
+                "chars": [1, 1], "words": [1, 1]})).collect::<Vec<_>>(),
+            "usage": {"calls": 2 * (wins + losses), "cached": cached, "failed": 0,
+                "input_tokens": 10, "output_tokens": 1},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_pairwise_decision_joins_the_gate_and_usage_leaves_the_id_alone() {
+        let base = run("run_b", 200, 40, |i| {
+            let mut v = same(i);
+            v[0] = Verdict::pass_if(i % 2 == 0);
+            v
+        });
+        let cand = run("run_c", 200, 40, same);
+        let text = "decisions:
+  - {name: answers-not-worse, criterion: answer_correct, kind: non_inferiority, margin_points: 5}
+pairwise: {judge: pj, name: preferred}
+";
+        let p = policy(text);
+        assert!(matches!(
+            compare(&cand, &base, &p),
+            Err(CompareError::PairwiseNotJudged)
+        ));
+        let c = compare_with_pairwise(&cand, &base, &p, Some(pairwise_record(18, 2, 0))).unwrap();
+        assert_eq!(c.decisions.len(), 2);
+        let d = &c.decisions[1];
+        assert_eq!(
+            (d.name.as_str(), d.kind),
+            ("preferred", DecisionKind::PairwisePreference)
+        );
+        assert_eq!(d.verdict, DecisionVerdict::Pass);
+        assert_eq!(c.gate, Gate::Pass);
+        let cached =
+            compare_with_pairwise(&cand, &base, &p, Some(pairwise_record(18, 2, 40))).unwrap();
+        assert_eq!(cached.id, c.id, "cache hits do not change the comparison");
+        let lost =
+            compare_with_pairwise(&cand, &base, &p, Some(pairwise_record(2, 18, 0))).unwrap();
+        assert_eq!(lost.decisions[1].verdict, DecisionVerdict::Fail);
+        assert_eq!(lost.gate, Gate::Block);
+        assert_ne!(lost.id, c.id);
+        // Exploratory: recorded, not decided.
+        let flag = policy(POLICY.replace("c0, c1", "c0").as_str()).with_pairwise_judge("pj");
+        let e =
+            compare_with_pairwise(&cand, &base, &flag, Some(pairwise_record(2, 18, 0))).unwrap();
+        assert_eq!(e.decisions.len(), 3);
+        assert!(e.pairwise.is_some());
+        // An old record without the pairwise fields reads back.
+        let mut old =
+            serde_json::to_value(compare(&cand, &base, &policy(POLICY)).unwrap()).unwrap();
+        old.as_object_mut().unwrap().shift_remove("pairwise");
+        let back: Comparison = serde_json::from_value(old).unwrap();
+        assert!(back.pairwise.is_none() && back.policy.pairwise.is_none());
+        assert_eq!(back.id, back.compute_id());
     }
 }

@@ -60,6 +60,7 @@ pub mod generate;
 pub mod history;
 pub mod judged;
 pub mod keys;
+pub mod pairwise;
 pub mod position;
 pub mod project;
 pub mod recorded;

@@ -9,6 +9,7 @@
 
 use oloproof_core::comparison::{
     CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionResult, DifferenceLine, Gate,
+    ModelSource, PairwiseCase, PairwiseComparison, PairwiseOutcome, PairwiseTally,
 };
 use serde_json::Value;
 
@@ -80,7 +81,16 @@ fn decision_test(d: &DecisionResult) -> String {
         ),
         DecisionKind::Superiority => "superiority".to_string(),
         DecisionKind::NoRegression => format!("no regression on {}", listed(&d.cases)),
+        DecisionKind::PairwisePreference => pairwise_test(d),
     }
+}
+
+/// What a pairwise decision's test column says: `win rate above 50.0% (lower bound)`.
+pub fn pairwise_test(d: &DecisionResult) -> String {
+    format!(
+        "win rate above {:.1}% (lower bound)",
+        d.min_win_rate_points.unwrap_or(f64::NAN)
+    )
 }
 
 /// The `Decisions` block, columns aligned.
@@ -127,6 +137,24 @@ pub fn gate_line(gate: Gate) -> String {
     match gate {
         Gate::Pass => "Gate: PASS (exit 0)\n".to_string(),
         Gate::Block => "Gate: BLOCK (exit 3)\n".to_string(),
+    }
+}
+
+/// A comparison's gate with its exit code: `PASS (exit 0)`, `BLOCK (exit 3)`, or, when the
+/// pairwise judge failed on too many cases, `… but incomplete: pairwise judge errors above
+/// max_missing_rate (exit 4)`.
+pub fn gate_text(c: &Comparison) -> String {
+    let gate = match c.gate {
+        Gate::Pass => "PASS",
+        Gate::Block => "BLOCK",
+    };
+    if c.pairwise_incomplete() {
+        format!("{gate}, but incomplete: pairwise judge errors above max_missing_rate (exit 4)")
+    } else {
+        match c.gate {
+            Gate::Pass => "PASS (exit 0)".to_string(),
+            Gate::Block => "BLOCK (exit 3)".to_string(),
+        }
     }
 }
 
@@ -220,9 +248,231 @@ pub fn comparison_report(c: &Comparison) -> String {
             ));
         }
     }
+    if let Some(p) = &c.pairwise {
+        out.push_str(&pairwise_heading(p));
+        out.push('\n');
+        for line in pairwise_summary(p) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     out.push_str(&decisions_block(&c.decisions));
-    out.push_str(&gate_line(c.gate));
+    out.push_str(&format!("Gate: {}\n", gate_text(c)));
     out.push_str(&format!("Cases: oloproof inspect {}\n", c.id));
+    out
+}
+
+/// `Pairwise preference (judge pj: gpt-4o · pairwise@1 · both orders) · report only`.
+pub fn pairwise_heading(p: &PairwiseComparison) -> String {
+    format!(
+        "Pairwise preference (judge {}: {} · {} · both orders){}",
+        p.judge,
+        p.self_preference.judge_model,
+        p.template,
+        if p.exploratory {
+            " · report only, not a decision"
+        } else {
+            ""
+        }
+    )
+}
+
+fn rate_text(points: Option<f64>) -> String {
+    points.map_or_else(|| "—".to_string(), |x| format!("{x:.1}%"))
+}
+
+fn signed(x: f64) -> String {
+    format_points(x)
+}
+
+/// A judged group as `18 wins, 0 losses, 2 ties (win rate 100.0%)`; `None` when it has no
+/// judged case.
+fn tally_text(t: &PairwiseTally) -> Option<String> {
+    if t.wins + t.losses + t.ties == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} wins, {} losses, {} ties (win rate {})",
+        t.wins,
+        t.losses,
+        t.ties,
+        rate_text(t.win_rate_points)
+    ))
+}
+
+/// A p-value with three significant digits, `< 0.0001` below that.
+pub fn format_p(p: f64) -> String {
+    if p < 1e-4 {
+        "< 0.0001".to_string()
+    } else if p >= 0.1 {
+        format!("{p:.3}")
+    } else {
+        // Three significant digits, as a plain decimal.
+        let digits = (-p.log10()).ceil() as usize + 2;
+        format!("{p:.digits$}")
+    }
+}
+
+/// The summary lines of a pairwise comparison (no indentation): counts, the win rate with its
+/// interval and the sign test, position consistency, lengths, self-preference, calibration and
+/// the judge calls.
+pub fn pairwise_summary(p: &PairwiseComparison) -> Vec<String> {
+    let t = &p.tally;
+    let mut lines = vec![format!(
+        "{} shared cases: {} wins · {} losses · {} ties · {} missing{} · {} excluded",
+        p.cases.len(),
+        t.wins,
+        t.losses,
+        t.ties,
+        p.missing,
+        if p.judge_errors > 0 {
+            format!(" ({} judge errors)", p.judge_errors)
+        } else {
+            String::new()
+        },
+        p.excluded
+    )];
+    let decided = t.wins + t.losses;
+    lines.push(match (t.win_rate_points, p.interval_points) {
+        (Some(rate), Some([lo, hi])) => format!(
+            "win rate among {decided} decided cases: {rate:.1}% [{lo:.1}, {hi:.1}] (exact 95%) · sign test p = {}",
+            p.sign_test_p.map_or_else(|| "—".to_string(), format_p)
+        ),
+        _ => "win rate: no decided case (none won or lost)".to_string(),
+    });
+    let c = &p.consistency;
+    lines.push(match c.agreed_points {
+        Some(share) => format!(
+            "position consistency: {} of {} judged cases agreed in both orders ({share:.1}%) · single calls preferred the first position {}, the second {}, tie {} · candidate shown first in {} of {}",
+            c.agreed,
+            c.judged,
+            c.first_position_preferred,
+            c.second_position_preferred,
+            c.tie_calls,
+            c.candidate_shown_first,
+            c.judged
+        ),
+        None => "position consistency: no case judged".to_string(),
+    });
+    let l = &p.length;
+    if let (Some(chars), Some(words)) = (l.mean_char_difference, l.mean_word_difference) {
+        let mut line = format!(
+            "length (candidate − baseline, mean of {} cases): {} characters, {} words",
+            l.cases,
+            signed(chars),
+            signed(words)
+        );
+        for (what, t) in [
+            ("candidate longer", &l.candidate_longer),
+            ("candidate shorter", &l.candidate_shorter),
+            ("same length", &l.same_length),
+        ] {
+            if let Some(text) = tally_text(t) {
+                line.push_str(&format!(" · {what}: {text}"));
+            }
+        }
+        lines.push(line);
+    }
+    let sp = &p.self_preference;
+    let generators: Vec<String> = sp
+        .generators
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {} ({}, family {})",
+                g.side.as_str(),
+                g.model,
+                match g.source {
+                    ModelSource::Recorded => format!("recorded on {} cases", g.cases),
+                    ModelSource::Declared => "declared".to_string(),
+                },
+                g.family
+            )
+        })
+        .collect();
+    let generators = if generators.is_empty() {
+        "generators unknown (declare `generator_model` in `pairwise:`)".to_string()
+    } else {
+        format!("generators: {}", generators.join(", "))
+    };
+    lines.push(if sp.same_family.is_empty() {
+        format!(
+            "self-preference: judge family {} · {generators} · no shared family",
+            sp.judge_family
+        )
+    } else {
+        let sides: Vec<&str> = sp.same_family.iter().map(|s| s.as_str()).collect();
+        format!(
+            "self-preference RISK: the judge's family ({}) is the {}'s generator family · {generators}",
+            sp.judge_family,
+            sides.join(" and the ")
+        )
+    });
+    if !p.calibrated {
+        lines.push(if p.exploratory {
+            format!("judge {} has no passing pairwise calibration (reported, not decided)", p.judge)
+        } else {
+            format!(
+                "judge {} has no passing pairwise calibration: deciding by `allow_uncalibrated: true`",
+                p.judge
+            )
+        });
+    }
+    let u = &p.usage;
+    lines.push(format!(
+        "judge calls: {} answered ({} cached) · {} failed · {} input / {} output tokens{}",
+        u.calls,
+        u.cached,
+        u.failed,
+        u.input_tokens,
+        u.output_tokens,
+        u.cost_usd
+            .map(|c| format!(" · ${c:.4}"))
+            .unwrap_or_default()
+    ));
+    lines
+}
+
+/// The pairwise cases, most telling first: losses, missing, excluded, ties, then wins (each
+/// group in the baseline's order).
+pub fn pairwise_cases_ordered(p: &PairwiseComparison) -> Vec<&PairwiseCase> {
+    let rank = |o: PairwiseOutcome| match o {
+        PairwiseOutcome::Loss => 0,
+        PairwiseOutcome::Missing => 1,
+        PairwiseOutcome::Excluded => 2,
+        PairwiseOutcome::Tie => 3,
+        PairwiseOutcome::Win => 4,
+    };
+    let mut cases: Vec<&PairwiseCase> = p.cases.iter().collect();
+    cases.sort_by_key(|c| rank(c.outcome));
+    cases
+}
+
+/// One pairwise case as text: `win · candidate first: candidate, candidate · +11 characters,
+/// +2 words` or `missing judge_error (…)`.
+pub fn pairwise_case_text(c: &PairwiseCase) -> String {
+    let mut out = c.outcome.as_str().to_string();
+    if let Some(r) = &c.reason {
+        out.push(' ');
+        out.push_str(r);
+    }
+    if let Some(e) = &c.error {
+        out.push_str(&format!(" ({e})"));
+    }
+    if let Some(first) = c.first {
+        let calls: Vec<&str> = c.calls.iter().map(|x| x.preferred.as_str()).collect();
+        out.push_str(&format!(
+            " · {} shown first, then swapped: preferred {}",
+            first.as_str(),
+            calls.join(", ")
+        ));
+    }
+    if let (Some(ch), Some(w)) = (c.char_difference(), c.word_difference()) {
+        out.push_str(&format!(
+            " · length {} characters, {} words",
+            signed(ch as f64).trim_end_matches(".0"),
+            signed(w as f64).trim_end_matches(".0")
+        ));
+    }
     out
 }
 
@@ -235,8 +485,25 @@ fn change_line(change: &CaseChange) -> String {
     format!("  {}: {}\n", change.case_id, parts.join(", "))
 }
 
-/// `oloproof inspect sha256:<comparison>`: the cases whose verdict changed, regressions first.
+/// `oloproof inspect sha256:<comparison>`: the cases whose verdict changed, regressions first,
+/// then every pairwise case (losses, missing, excluded and ties first).
 pub fn comparison_cases(c: &Comparison) -> String {
+    let mut out = verdict_changes(c);
+    if let Some(p) = &c.pairwise {
+        out.push_str(&pairwise_heading(p));
+        out.push('\n');
+        for case in pairwise_cases_ordered(p) {
+            out.push_str(&format!(
+                "  {}: {}\n",
+                case.case_id,
+                pairwise_case_text(case)
+            ));
+        }
+    }
+    out
+}
+
+fn verdict_changes(c: &Comparison) -> String {
     let mut out = format!(
         "Comparison {} of {} against {} · {} of {} changed\n",
         c.id,
@@ -319,6 +586,7 @@ mod tests {
             verdict: DecisionVerdict::InsufficientEvidence,
             reason: "interval_overlaps_margin".into(),
             interval_points: Some([-22.9, 22.9]),
+            min_win_rate_points: None,
             detail: vec![],
         };
         let block = decisions_block(&[

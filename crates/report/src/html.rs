@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use oloproof_core::case::Case;
 use oloproof_core::comparison::{
     CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionVerdict, Gate,
+    PairwiseComparison, PairwiseOutcome,
 };
 use oloproof_core::context::DropReason;
 use oloproof_core::diagnosis::Diagnosis;
@@ -76,7 +77,7 @@ ol.candidates .relevant{color:#1f7a44;font-weight:600}
 ol.candidates del{color:#8a919c}
 ol.candidates .why{color:#b4232a;font-size:12px;margin-left:6px}
 ol.candidates .text{color:#5b6472;font-size:12px;margin-left:2.5em}
-.muted{color:#5b6472}
+.muted{color:#5b6472}.small-text{font-size:12px}
 ";
 
 /// The document shell around `body`.
@@ -814,10 +815,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
         } else {
             "block"
         },
-        match c.gate {
-            Gate::Pass => "PASS (exit 0)",
-            Gate::Block => "BLOCK (exit 3)",
-        }
+        escape(&crate::compare::gate_text(c))
     );
     body.push_str("<h2>Paired differences (candidate − baseline, points)</h2>\n");
     let axis = points_axis(c);
@@ -900,6 +898,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
             ),
             DecisionKind::Superiority => "superiority".into(),
             DecisionKind::NoRegression => format!("no regression on {}", d.cases.join(", ")),
+            DecisionKind::PairwisePreference => crate::compare::pairwise_test(d),
         };
         let reason = if d.detail.is_empty() {
             d.reason.clone()
@@ -922,7 +921,70 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
         );
     }
     body.push_str("</table>\n");
+    if let Some(p) = &c.pairwise {
+        body.push_str(&pairwise_section(p));
+    }
     body
+}
+
+/// The pairwise section of a comparison: the summary lines, then every case (losses, missing,
+/// excluded and ties first) with which answer was shown first, what each order preferred and
+/// why, and the answers' lengths. Every value is escaped.
+pub fn pairwise_section(p: &PairwiseComparison) -> String {
+    let mut out = format!(
+        "<section id=\"pairwise\">\n<h2>{}</h2>\n<ul class=\"pairwise-summary\">\n",
+        escape(&crate::compare::pairwise_heading(p))
+    );
+    for line in crate::compare::pairwise_summary(p) {
+        let class = if line.starts_with("self-preference RISK") {
+            " class=\"v-fail\""
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "<li{class}>{}</li>", escape(&line));
+    }
+    out.push_str("</ul>\n<table class=\"pairwise-cases\">\n<tr><th>case</th><th>outcome</th><th>shown first</th><th>first call</th><th>swapped call</th><th>length Δ (characters, words)</th></tr>\n");
+    for c in crate::compare::pairwise_cases_ordered(p) {
+        let class = match c.outcome {
+            PairwiseOutcome::Win => "v-pass",
+            PairwiseOutcome::Loss => "v-fail",
+            PairwiseOutcome::Tie => "muted",
+            PairwiseOutcome::Missing | PairwiseOutcome::Excluded => "v-insufficient",
+        };
+        let mut outcome = escape(c.outcome.as_str());
+        if let Some(r) = &c.reason {
+            let _ = write!(outcome, " <span class=\"muted\">{}</span>", escape(r));
+        }
+        if let Some(e) = &c.error {
+            let _ = write!(outcome, "<div class=\"small-text\">{}</div>", escape(e));
+        }
+        let call = |i: usize| {
+            c.calls.get(i).map_or_else(String::new, |call| {
+                let mut cell = escape(call.preferred.as_str());
+                if let Some(r) = &call.reason {
+                    let _ = write!(cell, "<div class=\"small-text\">{}</div>", escape(r));
+                }
+                cell
+            })
+        };
+        let length = match (c.char_difference(), c.word_difference()) {
+            (Some(ch), Some(w)) => format!("{ch:+}, {w:+}"),
+            _ => "—".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr data-case=\"{}\" data-outcome=\"{}\"><td class=\"mono\">{}</td><td class=\"{class}\">{outcome}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.case_id),
+            c.outcome.as_str(),
+            escape(&c.case_id),
+            c.first.map_or("—", |s| s.as_str()),
+            call(0),
+            call(1),
+            escape(&length)
+        );
+    }
+    out.push_str("</table>\n</section>\n");
+    out
 }
 
 /// The exploratory per-slice differences of a comparison (empty when there are none).

@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use oloproof_core::comparison::{ChangeDirection, Comparison, Gate};
+use oloproof_core::comparison::{ChangeDirection, Comparison, PairwiseComparison};
 use oloproof_core::diagnosis::Diagnosis;
 use oloproof_core::run::LoadedRun;
 use oloproof_core::summary::RunSummary;
@@ -130,14 +130,10 @@ pub fn comparison_markdown(c: &Comparison) -> String {
             cell(&d.reason)
         );
     }
-    let _ = writeln!(
-        out,
-        "\n**Gate: {}**\n",
-        match c.gate {
-            Gate::Pass => "PASS (exit 0)",
-            Gate::Block => "BLOCK (exit 3)",
-        }
-    );
+    if let Some(p) = &c.pairwise {
+        out.push_str(&pairwise_markdown(p));
+    }
+    let _ = writeln!(out, "\n**Gate: {}**\n", cell(&crate::compare::gate_text(c)));
     let regressions: Vec<_> = c
         .changes
         .iter()
@@ -159,6 +155,47 @@ pub fn comparison_markdown(c: &Comparison) -> String {
         );
     }
     more(&mut out, regressions.len());
+    out
+}
+
+/// The pairwise section of a comparison's Markdown: the summary, then the cases (losses,
+/// missing, excluded and ties first), capped at [`LISTED`].
+pub fn pairwise_markdown(p: &PairwiseComparison) -> String {
+    let mut out = format!("\n#### {}\n\n", cell(&crate::compare::pairwise_heading(p)));
+    for line in crate::compare::pairwise_summary(p) {
+        let _ = writeln!(out, "- {}", cell(&line));
+    }
+    out.push_str("\n| case | outcome | shown first | first call, swapped call | length Δ (characters, words) |\n|---|---|---|---|---:|\n");
+    let cases = crate::compare::pairwise_cases_ordered(p);
+    for c in cases.iter().take(LISTED) {
+        let mut outcome = c.outcome.as_str().to_string();
+        if let Some(r) = &c.reason {
+            outcome.push_str(&format!(" ({r})"));
+        }
+        if let Some(e) = &c.error {
+            outcome.push_str(&format!(": {e}"));
+        }
+        let calls: Vec<&str> = c.calls.iter().map(|x| x.preferred.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            cell(&c.case_id),
+            cell(&outcome),
+            c.first.map_or("—", |s| s.as_str()),
+            if calls.is_empty() {
+                "—".to_string()
+            } else {
+                calls.join(", ")
+            },
+            match (c.char_difference(), c.word_difference()) {
+                (Some(ch), Some(w)) => format!("{ch:+}, {w:+}"),
+                _ => "—".to_string(),
+            }
+        );
+    }
+    if cases.len() > LISTED {
+        let _ = writeln!(out, "\n… and {} more", cases.len() - LISTED);
+    }
     out
 }
 

@@ -10,6 +10,9 @@
 //!   criteria, [`paired_proportion_difference`] (Tango's score interval over [`PairedCounts`]);
 //!   for scores, [`paired_bootstrap_test`] (its interval); and [`paired_t_test`],
 //!   [`randomization_test`], with [`holm`] to adjust several p-values.
+//! - **Pairwise preferences** (`compare --pairwise`): [`sign_test`], the exact two-sided sign
+//!   test of wins against losses (ties dropped), and [`win_rate_at_least`], the decision on the
+//!   exact interval of the win rate among decided cases.
 //! - **Decisions** a comparison policy declares: [`non_inferiority`] and [`superiority`] read a
 //!   difference interval as a [`Decision`] — `PASS`, `FAIL` or `INSUFFICIENT_EVIDENCE` with a
 //!   [`reason`] code.
@@ -58,6 +61,7 @@ pub mod pooled;
 pub mod power;
 mod proportion;
 pub mod quantile;
+mod sign_test;
 mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
@@ -71,4 +75,5 @@ pub use paired::{
 };
 pub use paired_proportion::{paired_proportion_difference, PairedCounts};
 pub use proportion::{clopper_pearson, wilson};
+pub use sign_test::{sign_test, win_rate_at_least, win_rate_reason, SignTest};
 pub use statistic_bootstrap::percentile_bootstrap_statistic;
