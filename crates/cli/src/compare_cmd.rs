@@ -24,7 +24,7 @@ use oloproof_engine::run::EngineEvaluators;
 use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
-use crate::commands::{existing_store_path, load, CliError};
+use crate::commands::{existing_store_path, load, refuse_uncalibrated, CliError};
 use crate::exit_codes;
 
 #[derive(clap::Args, Debug)]
@@ -76,14 +76,7 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
         .iter()
         .filter_map(|d| d.criterion.clone())
         .collect();
-    let uncalibrated = oloproof_engine::calibrate::uncalibrated(&store, &candidate, &gated)?;
-    if let Some((criterion, judge, reason)) = uncalibrated.first() {
-        return Err(CliError::Usage(format!(
-            "the policy gates on `{criterion}`, scored by judge `{judge}`, but {reason}; \
-             run `oloproof calibrate --judge {judge} --evaluator <type> --labels human.jsonl` \
-             with `calibration.{judge}.min_kappa` declared in oloproof.yaml, or gate on another criterion"
-        )));
-    }
+    refuse_uncalibrated(&store, &candidate, &gated, "the policy gates on")?;
     let pairwise = match policy.pairwise() {
         Some(options) => Some(judge_pairs_with(
             &args,

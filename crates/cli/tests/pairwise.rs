@@ -384,6 +384,60 @@ fn failed_sides_and_judge_calls_are_counted_and_bad_input_exits_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     insta::assert_snapshot!("pairwise_uncalibrated", transcript(&o, tmp.path()));
 
+    // Calibrated against human preferences (declared threshold first), the judge may decide.
+    let config = std::fs::read_to_string(dir.join("oloproof.yaml")).unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        format!("{config}calibration:\n  fair: {{min_kappa: 0.7}}\n"),
+    )
+    .unwrap();
+    let prefs: String = (0..12)
+        .map(|i| {
+            let (a, b, label) = match i % 3 {
+                0 => ("A detailed answer", "short", "A"),
+                1 => ("short", "A detailed answer", "B"),
+                _ => ("short", "short too", "tie"),
+            };
+            format!(
+                "{}\n",
+                json!({"id": format!("p{i}"), "question": format!("pref {i}"), "answer": a, "answer_b": b, "label": label})
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("prefs.jsonl"), prefs).unwrap();
+    let c = oloproof_env(
+        &dir,
+        &[
+            "calibrate",
+            "--judge",
+            "fair",
+            "--evaluator",
+            "pairwise",
+            "--labels",
+            "prefs.jsonl",
+            "--json",
+        ],
+        &ENV,
+    );
+    assert_eq!(c.status.code(), Some(0), "{}{}", stdout(&c), stderr(&c));
+    let c: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(c["evaluator"], "pairwise");
+    assert_eq!(c["n"], 12);
+    assert_eq!(c["kappa"]["value"], 1.0);
+    let o = compare(&dir, &cand, &base, &uncalibrated, &[]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "a calibrated judge decides: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(
+        !stdout(&o).contains("no passing pairwise calibration"),
+        "{}",
+        stdout(&o)
+    );
+    std::fs::write(dir.join("oloproof.yaml"), config).unwrap();
+
     // Runs with no common case: exit 2 at the `pairwise:` block, with the fix.
     std::fs::write(
         dir.join("other.jsonl"),

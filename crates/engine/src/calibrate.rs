@@ -47,7 +47,10 @@ pub struct LabelledItem {
     pub contexts: Vec<String>,
     /// The reference answer, if any.
     pub reference: Option<String>,
-    /// The human label (0/1 for pass/fail judges, a score otherwise).
+    /// The second answer, for a pairwise judge (`answer` is A, this is B).
+    pub answer_b: Option<String>,
+    /// The human label (0/1 for pass/fail judges, a score otherwise; for a pairwise judge
+    /// 1 = A better, 0 = B better, 0.5 = tie, also written `"A"`, `"B"`, `"tie"`).
     pub label: f64,
 }
 
@@ -83,10 +86,14 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
                 .as_f64()
                 .filter(|x| x.is_finite())
                 .ok_or_else(|| at("label", "expected a finite number"))?,
+            // A pairwise preference.
+            Some(Value::String(s)) if s == "A" => 1.0,
+            Some(Value::String(s)) if s == "B" => 0.0,
+            Some(Value::String(s)) if s == "tie" => 0.5,
             _ => {
                 return Err(at(
                     "label",
-                    "expected a number (0/1 for pass/fail judges) or a boolean",
+                    "expected a number (0/1 for pass/fail judges), a boolean, or \"A\", \"B\", \"tie\" for a pairwise judge",
                 ))
             }
         };
@@ -116,6 +123,10 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
                 .get("reference")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            answer_b: match row.get("answer_b") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(string("answer_b")?),
+            },
             label,
         });
     }
@@ -249,6 +260,9 @@ pub fn calibrate(
         ));
         let mut generation = Map::new();
         generation.insert("answer".into(), Value::String(item.answer.clone()));
+        if let Some(b) = &item.answer_b {
+            generation.insert("answer_b".into(), Value::String(b.clone()));
+        }
         generation.insert(
             "citations".into(),
             json!(passages

@@ -394,9 +394,10 @@ impl Policy {
                 ),
                 None,
                 Some(format!(
-                    "calibrate it against human preferences first, or add `allow_uncalibrated: true` to `pairwise:` \
+                    "calibrate it against human preferences first (`oloproof calibrate --judge {} --evaluator pairwise --labels prefs.jsonl`, \
+                     lines with question, answer, answer_b and label A, B or tie), or add `allow_uncalibrated: true` to `pairwise:` \
                      (recorded and printed with the decision), or use `--pairwise {}` without a `pairwise:` block for a report without a decision",
-                    p.judge
+                    p.judge, p.judge
                 )),
             ));
         }

@@ -670,6 +670,116 @@ pub fn decide(
     result
 }
 
+/// The pairwise judge as `oloproof calibrate --evaluator pairwise` measures it: each labelled
+/// item holds `answer` (A) and `answer_b` (B) and a human preference (1 = A better, 0 = B
+/// better, 0.5 = tie, or `"A"`, `"B"`, `"tie"`); the judge's value is
+/// [`oloproof_judge::ragas::pairwise_judge`]'s (both orders, a winner only when they agree),
+/// so Cohen's kappa is the agreement on the three outcomes beyond chance. The calibration is
+/// recorded under [`CALIBRATION_EVALUATOR`], the identity [`is_calibrated`] checks before a
+/// pairwise decision may gate.
+pub struct PairwiseCalibration {
+    identity: oloproof_core::config::EvaluatorEntry,
+    choice: crate::evaluators::JudgeChoice,
+    judge: String,
+}
+
+impl PairwiseCalibration {
+    /// The pairwise judge `judge` (a key of `judges:`).
+    pub fn new(judge: &str) -> PairwiseCalibration {
+        let mut options = serde_json::Map::new();
+        options.insert("judge".into(), json!(judge));
+        PairwiseCalibration {
+            identity: oloproof_core::config::EvaluatorEntry::new(CALIBRATION_EVALUATOR, options),
+            choice: crate::evaluators::JudgeChoice {
+                judge: Some(judge.to_string()),
+                ..Default::default()
+            },
+            judge: judge.to_string(),
+        }
+    }
+}
+
+impl crate::evaluators::Evaluator for PairwiseCalibration {
+    fn criterion(&self) -> &str {
+        CALIBRATION_EVALUATOR
+    }
+
+    fn kind(&self) -> oloproof_core::summary::SummaryKind {
+        oloproof_core::summary::SummaryKind::Mean
+    }
+
+    fn identity(&self) -> &oloproof_core::config::EvaluatorEntry {
+        &self.identity
+    }
+
+    fn evaluate(
+        &self,
+        case: &oloproof_core::case::Case,
+        trace: &Trace,
+        judges: Option<&crate::judged::JudgeEnv<'_>>,
+    ) -> oloproof_core::verdict::CriterionVerdict {
+        use oloproof_core::verdict::{CriterionVerdict, Verdict};
+        let verdict = |verdict: Verdict, detail: Value| CriterionVerdict {
+            criterion: CALIBRATION_EVALUATOR.to_string(),
+            verdict,
+            detail,
+        };
+        let answers = (
+            trace.output_field("answer").and_then(Value::as_str),
+            trace.output_field("answer_b").and_then(Value::as_str),
+        );
+        let (Some(a), Some(b)) = answers else {
+            let reason = if answers.0.is_none() {
+                "no_answer"
+            } else {
+                "no_answer_b"
+            };
+            return verdict(
+                Verdict::Excluded {
+                    reason: reason.into(),
+                },
+                Value::Null,
+            );
+        };
+        let Some(client) = judges.and_then(|env| env.judges.client(&self.judge).map(|c| (env, c)))
+        else {
+            return verdict(
+                Verdict::Missing {
+                    error: format!("no judge named `{}`", self.judge),
+                },
+                Value::Null,
+            );
+        };
+        let (env, client) = client;
+        let question = question_of(case);
+        match oloproof_judge::ragas::pairwise_judge(client, env.cache, &question, a, b, 0) {
+            Ok(score) => match score.value {
+                Some(value) => verdict(Verdict::Score { value }, score.detail),
+                None => verdict(
+                    Verdict::Missing {
+                        error: "the pairwise judge gave no preference".into(),
+                    },
+                    score.detail,
+                ),
+            },
+            Err(e) => verdict(
+                Verdict::Missing {
+                    error: e.to_string(),
+                },
+                Value::Null,
+            ),
+        }
+    }
+
+    fn judge_names(&self) -> Vec<String> {
+        vec![self.judge.clone()]
+    }
+
+    fn judge_choice(&self) -> Option<&crate::evaluators::JudgeChoice> {
+        Some(&self.choice)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
