@@ -2,7 +2,7 @@
 //! first) validates against a JSON Schema (draft 2020-12,
 //! `oloproof_metrics::ontology::conformance`, as `oloproof metric schema_validity`). A pass or
 //! a fail with every violation (JSON pointers) in the detail; `missing` when the generation
-//! failed.
+//! failed; `excluded: no_field` (the field named) when the output has no such field.
 //!
 //! `schema:` is a path to a JSON file (relative to the config's folder) or the schema inline;
 //! once the config is validated the entry holds the schema itself, so a changed schema file
@@ -135,11 +135,15 @@ impl Evaluator for SchemaValidity {
         };
         let violations = match item::schema_validity(&self.validator, &item) {
             Ok(violations) => violations,
+            // Nothing to validate: the case is excluded with the field named, as the rule
+            // evaluators do (a `null` field is a value, and validated).
             Err(_) => {
                 return verdict(
                     &self.criterion,
-                    Verdict::pass_if(false),
-                    json!({"field": self.field, "errors": [{"instance_path": "", "schema_path": "(field)", "message": format!("the output has no `{}` field", self.field)}]}),
+                    Verdict::Excluded {
+                        reason: "no_field".into(),
+                    },
+                    json!({"field": self.field, "why": format!("the output has no `{}` field", self.field)}),
                 )
             }
         };
@@ -152,5 +156,43 @@ impl Evaluator for SchemaValidity {
             Verdict::pass_if(violations.is_empty()),
             json!({"field": self.field, "errors": errors}),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use oloproof_core::case::parse_cases;
+    use oloproof_core::trace::Trace;
+    use oloproof_core::verdict::Verdict;
+    use serde_json::json;
+
+    #[test]
+    fn an_absent_field_is_excluded_and_null_is_validated() {
+        let case = parse_cases("c.jsonl", r#"{"id":"c","input":{}}"#)
+            .unwrap()
+            .remove(0);
+        let ev = crate::evaluators::from_json(&json!({
+            "type": "schema_validity", "field": "order",
+            "schema": {"type": "object", "required": ["id"]}
+        }))
+        .unwrap();
+        let mut t = Trace::new("c");
+        let mut out = serde_json::Map::new();
+        out.insert("answer".into(), json!("done"));
+        t.generation = Some(out.clone());
+        let v = ev.evaluate(&case, &t, None);
+        assert_eq!(
+            v.verdict,
+            Verdict::Excluded {
+                reason: "no_field".into()
+            }
+        );
+        assert_eq!(v.detail["field"], "order");
+        out.insert("order".into(), serde_json::Value::Null);
+        t.generation = Some(out.clone());
+        assert_eq!(ev.evaluate(&case, &t, None).verdict, Verdict::Fail);
+        out.insert("order".into(), json!({"id": 7}));
+        t.generation = Some(out);
+        assert_eq!(ev.evaluate(&case, &t, None).verdict, Verdict::Pass);
     }
 }
