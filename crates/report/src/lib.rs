@@ -522,6 +522,9 @@ pub fn case_report(
         .map(|v| v.criterion.len())
         .max()
         .unwrap_or(0);
+    // A judge call shared by several criteria (the same request and reply: RAGChecker's
+    // eleven types, factual_correctness and noise_sensitivity) is printed once.
+    let mut shown_under: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for v in verdicts {
         out.push_str(&format!("  {:width$}  {}\n", v.criterion, verdict_text(v)));
         if let Some(Value::Array(calls)) = v.detail.get("calls") {
@@ -532,6 +535,16 @@ pub fn case_report(
                 } else {
                     ""
                 };
+                let key =
+                    serde_json::json!([c.get("judge"), template, c.get("repeat"), c.get("raw")])
+                        .to_string();
+                if let Some(first) = shown_under.get(&key) {
+                    out.push_str(&format!(
+                        "    judge call {template}{cached}: the one shown under {first}\n"
+                    ));
+                    continue;
+                }
+                shown_under.insert(key, v.criterion.as_str());
                 out.push_str(&format!("    judge call {template}{cached}\n"));
                 if let Some(raw) = c.get("raw").and_then(Value::as_str) {
                     out.push_str(&format!("      raw:    {}\n", one_line(raw, 300)));
