@@ -682,17 +682,14 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
             config.path.display()
         )));
     };
-    let evaluator = oloproof_engine::evaluators::from_json(
-        &serde_json::json!({"type": args.evaluator, "judge": args.judge}),
-    )
-    .ok()
-    .filter(|e| e.judge_choice().is_some())
-    .ok_or_else(|| {
-        CliError::Usage(format!(
-            "`{}` is not a judged evaluator; use groundedness_judge, faithfulness, context_recall, …",
-            args.evaluator
-        ))
-    })?;
+    // A bare `{type, judge}` entry, or the config's entry for an evaluator whose own options
+    // (a classifier's label and threshold) are part of what is calibrated.
+    let evaluator = oloproof_engine::calibrate::calibration_evaluator(
+        &config.options.evaluators,
+        &args.judge,
+        &args.evaluator,
+        args.criterion.as_deref(),
+    )?;
     let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
     let store_path = config.store_path();
     let mut store = SqliteStore::open(&store_path)?;
