@@ -137,6 +137,66 @@ fn run_summary_and_detail() {
     );
 }
 
+/// An answer longer than the model takes is scored window by window: `p` is the highest
+/// window's (`windows: max`), the lowest with `windows: min`, as the library computes them.
+#[test]
+fn long_answers_are_windowed() {
+    let (_tmp, dir) = project_with(NO_TOXICITY);
+    let words = oloproof_local::testing::WORDS;
+    let question: Vec<&str> = (0..60).map(|i| words[(i * 7) % words.len()]).collect();
+    let question = question.join(" ");
+    std::fs::write(
+        dir.join("cases.jsonl"),
+        format!(
+            "{}\n",
+            json!({"id": "long", "input": {"question": question}})
+        ),
+    )
+    .unwrap();
+    let model = oloproof_local::SequenceClassifier::load(
+        &dir.join("models/tox"),
+        &oloproof_local::SequenceOptions::default(),
+    )
+    .unwrap();
+    let o = oloproof(&dir, &["run", "."]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run = run_id(&stdout(&o));
+    let d = verdicts(&dir, &run, "long").remove(0)["detail"].clone();
+    let answer = format!(
+        "{question} :: {}",
+        question
+            .split(' ')
+            .take(2)
+            .map(|w| format!("w-{w}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let scores = model.classify(&[answer]).unwrap().remove(0);
+    assert!(scores.windows.len() >= 2, "{scores:?}");
+    assert_eq!(d["windows"], scores.windows.len(), "{d}");
+    let (hi, at) = scores.max(1).unwrap();
+    assert_eq!(d["window"], at);
+    assert!(
+        (d["probability"].as_f64().unwrap() - f64::from(hi)).abs() < 1e-6,
+        "{d}"
+    );
+    write_config(
+        &dir,
+        "  - {type: classifier, judge: tox, label: toxic, windows: min, criterion: no_toxicity}\n",
+        "",
+    );
+    let o = oloproof(&dir, &["run", "."]);
+    let run = run_id(&stdout(&o));
+    let d = verdicts(&dir, &run, "long").remove(0)["detail"].clone();
+    let (lo, _) = scores.min(1).unwrap();
+    assert!(lo < hi);
+    assert_eq!(d["window_rule"], "min");
+    assert!(
+        (d["probability"].as_f64().unwrap() - f64::from(lo)).abs() < 1e-6,
+        "{d}"
+    );
+}
+
 /// A classifier on a field the output lacks (or that is not text) is `excluded` with the
 /// reason, never a pass: the answer's criterion is judged beside it.
 #[test]
