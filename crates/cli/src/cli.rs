@@ -224,12 +224,17 @@ pub(crate) struct CalibrateArgs {
     /// The judge (a key of `judges:` in oloproof.yaml).
     #[arg(long)]
     pub(crate) judge: String,
-    /// Human labels, JSONL: `{"id", "question", "answer", "contexts": [..], "reference"?, "label"}`.
+    /// Human labels, JSONL: `{"id", "question", "answer", "contexts": [..], "reference"?, "output"?, "label"}`
+    /// (`output`: further output fields; `label`: 1 = should pass, 0 = should fail, or a score).
     #[arg(long, value_name = "FILE")]
     pub(crate) labels: PathBuf,
     /// The judged evaluator to calibrate.
     #[arg(long, default_value = "groundedness_judge")]
     pub(crate) evaluator: String,
+    /// The criterion of the config's `evaluators:` entry to calibrate, when several entries of
+    /// the type call the judge (e.g. two `classifier` labels of one model).
+    #[arg(long)]
+    pub(crate) criterion: Option<String>,
     /// Project folder holding oloproof.yaml (default: the current directory).
     #[arg(long)]
     pub(crate) dir: Option<PathBuf>,

@@ -682,26 +682,22 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
             config.path.display()
         )));
     };
-    // The pairwise judge of `compare --pairwise` is calibrated on preferences between two answers.
-    let evaluator: Box<dyn oloproof_engine::evaluators::Evaluator> = if args.evaluator
-        == oloproof_engine::pairwise::CALIBRATION_EVALUATOR
-    {
-        Box::new(oloproof_engine::pairwise::PairwiseCalibration::new(
-            &args.judge,
-        ))
-    } else {
-        oloproof_engine::evaluators::from_json(
-                &serde_json::json!({"type": args.evaluator, "judge": args.judge}),
-            )
-            .ok()
-            .filter(|e| e.judge_choice().is_some())
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "`{}` is not a judged evaluator; use groundedness_judge, faithfulness, context_recall, …, or pairwise (labels with answer_b)",
-                    args.evaluator
-                ))
-            })?
-    };
+    // The pairwise judge of `compare --pairwise` is calibrated on preferences between two
+    // answers; any other evaluator is a bare `{type, judge}` entry, or the config's entry for
+    // an evaluator whose own options (a classifier's label and threshold) are calibrated.
+    let evaluator: Box<dyn oloproof_engine::evaluators::Evaluator> =
+        if args.evaluator == oloproof_engine::pairwise::CALIBRATION_EVALUATOR {
+            Box::new(oloproof_engine::pairwise::PairwiseCalibration::new(
+                &args.judge,
+            ))
+        } else {
+            oloproof_engine::calibrate::calibration_evaluator(
+                &config.options.evaluators,
+                &args.judge,
+                &args.evaluator,
+                args.criterion.as_deref(),
+            )?
+        };
     let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
     let store_path = config.store_path();
     let mut store = SqliteStore::open(&store_path)?;

@@ -6,8 +6,10 @@
 //! bootstrap interval (seed recorded), plus the confusion matrix. The acceptance threshold
 //! (`calibration.<judge>.min_kappa`) is read from the config, declared before measuring. A
 //! calibration is recorded under the identity of what was calibrated — the judge's settings
-//! (provider, model, base URL, sampling), the evaluator type and every template version — so
-//! changing the model or a template invalidates it; `compare` refuses to gate on a judged
+//! (provider, model, base URL, sampling), the evaluator type and every template version, plus
+//! the options of an evaluator that has its own decision rule (a classifier's label,
+//! threshold and polarity: [`Evaluator::calibrated_options`]) — so changing the model, a
+//! template or the threshold invalidates it; `compare` and `gate` refuse to gate on a judged
 //! criterion without a passing calibration of that identity.
 
 use std::collections::BTreeMap;
@@ -32,7 +34,9 @@ pub const CALIBRATION_RESAMPLES: usize = 2_000;
 /// Seed of the agreement intervals (recorded with the calibration).
 pub const CALIBRATION_SEED: u64 = 20_260_916;
 
-/// One human-labelled item: `{"id", "question", "answer", "contexts": [..], "reference"?, "label"}`.
+/// One human-labelled item: `{"id", "question", "answer", "contexts": [..], "reference"?,
+/// "output"?, "label"}`; `output` holds further output fields (an object), for an evaluator
+/// that reads a field other than `answer` (e.g. a classifier with `field: summary`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelledItem {
     /// 1-based line in the labels file.
@@ -49,6 +53,8 @@ pub struct LabelledItem {
     pub reference: Option<String>,
     /// The second answer, for a pairwise judge (`answer` is A, this is B).
     pub answer_b: Option<String>,
+    /// Further output fields (`answer` and `citations` are set from the item).
+    pub output: Map<String, Value>,
     /// The human label (0/1 for pass/fail judges, a score otherwise; for a pairwise judge
     /// 1 = A better, 0 = B better, 0.5 = tie, also written `"A"`, `"B"`, `"tie"`).
     pub label: f64,
@@ -109,6 +115,16 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
             None => Vec::new(),
             Some(_) => return Err(at("contexts", "expected an array of strings")),
         };
+        let output = match row.get("output") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(map)) => map.clone(),
+            Some(_) => {
+                return Err(at(
+                    "output",
+                    "expected an object of further output fields, e.g. {\"summary\": \"…\"}",
+                ))
+            }
+        };
         items.push(LabelledItem {
             line: i + 1,
             id: row
@@ -127,6 +143,7 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<LabelledItem>, EngineEr
                 None | Some(Value::Null) => None,
                 Some(_) => Some(string("answer_b")?),
             },
+            output,
             label,
         });
     }
@@ -160,13 +177,104 @@ pub fn calibrated_judge(judges: &BTreeMap<String, Value>, name: &str) -> Value {
 
 /// What a calibration is about: hashed into the identity `compare` checks.
 pub fn calibration_identity(judge_settings: &Value, evaluator_type: &str) -> String {
+    calibration_identity_with(judge_settings, evaluator_type, None)
+}
+
+/// [`calibration_identity`] with the evaluator's calibrated options
+/// ([`Evaluator::calibrated_options`]: a classifier's label, threshold, polarity and window
+/// rule) hashed in too; without them (`None`) it is [`calibration_identity`] exactly, so the
+/// calibrations of the other evaluators keep their identity.
+pub fn calibration_identity_with(
+    judge_settings: &Value,
+    evaluator_type: &str,
+    options: Option<&Value>,
+) -> String {
     let templates: Vec<Value> = oloproof_judge::templates::ALL
         .iter()
         .map(|t| json!([t.id, t.version]))
         .collect();
-    content_hash(
-        &json!({"judge": judge_settings, "evaluator": evaluator_type, "templates": templates}),
-    )
+    let mut what =
+        json!({"judge": judge_settings, "evaluator": evaluator_type, "templates": templates});
+    if let (Some(options), Value::Object(map)) = (options, &mut what) {
+        map.insert("evaluator_options".into(), options.clone());
+    }
+    content_hash(&what)
+}
+
+/// The evaluator `oloproof calibrate --judge JUDGE --evaluator TYPE [--criterion NAME]` scores
+/// the labelled items with, from the config's (validated) `evaluators`:
+///
+/// * with `criterion`: the config's entry reporting that criterion, of type `TYPE` and
+///   calling `JUDGE`;
+/// * a judged evaluator without options of its own (`{type: TYPE, judge: JUDGE}` builds and
+///   has no [`Evaluator::calibrated_options`]): that bare entry, whatever the config says;
+/// * otherwise (a classifier, whose label and threshold are what is calibrated): the config's
+///   one entry of type `TYPE` calling `JUDGE`.
+///
+/// Errors ([`EngineError::Usage`]) say which entries exist when none or several fit, and name
+/// the judged types when `TYPE` is not one.
+pub fn calibration_evaluator(
+    evaluators: &[oloproof_core::config::EvaluatorEntry],
+    judge: &str,
+    type_name: &str,
+    criterion: Option<&str>,
+) -> Result<Box<dyn Evaluator>, EngineError> {
+    let configured: Vec<Box<dyn Evaluator>> = crate::evaluators::build_all(evaluators)?
+        .into_iter()
+        .filter(|e| {
+            e.identity().type_name == type_name
+                && e.judge_choice().is_some()
+                && e.judge_names().iter().any(|n| n == judge)
+        })
+        .collect();
+    let criteria = |list: &[Box<dyn Evaluator>]| -> String {
+        list.iter()
+            .map(|e| e.criterion().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(wanted) = criterion {
+        let listed = criteria(&configured);
+        return configured
+            .into_iter()
+            .find(|e| e.criterion() == wanted)
+            .ok_or_else(|| {
+                EngineError::Usage(format!(
+                    "no `{type_name}` entry of `evaluators:` calling judge `{judge}` reports criterion `{wanted}`{}",
+                    if listed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (those that do report: {listed})")
+                    }
+                ))
+            });
+    }
+    // A bare entry that does not build (a type without `judge:`, or one needing options of
+    // its own) is no candidate: the error below says what to do.
+    let bare = crate::evaluators::from_json(&json!({"type": type_name, "judge": judge}))
+        .ok()
+        .filter(|e| e.judge_choice().is_some());
+    let bare = match bare {
+        Some(e) if e.calibrated_options().is_none() => return Ok(e),
+        other => other,
+    };
+    let mut configured = configured;
+    match configured.len() {
+        1 => Ok(configured.remove(0)),
+        0 => match bare {
+            Some(e) => Ok(e),
+            None => Err(EngineError::Usage(format!(
+                "`{type_name}` is not a judged evaluator; use groundedness_judge, faithfulness, \
+                 context_recall, …, or declare the `{type_name}` entry with `judge: {judge}` under \
+                 `evaluators:` (an evaluator with options of its own, such as `classifier`'s \
+                 label and threshold, is calibrated as the config declares it)"
+            ))),
+        },
+        _ => Err(EngineError::Usage(format!(
+            "several `{type_name}` entries call judge `{judge}` (criteria: {}): choose one with `--criterion`",
+            criteria(&configured)
+        ))),
+    }
 }
 
 fn category(x: f64) -> i64 {
@@ -258,7 +366,7 @@ pub fn calibrate(
             passages.len(),
             None,
         ));
-        let mut generation = Map::new();
+        let mut generation = item.output.clone();
         generation.insert("answer".into(), Value::String(item.answer.clone()));
         if let Some(b) = &item.answer_b {
             generation.insert("answer_b".into(), Value::String(b.clone()));
@@ -340,7 +448,11 @@ pub fn calibrate(
     ) {
         map.insert("model_identity".into(), Value::String(model));
     }
-    let identity = calibration_identity(&judge_identity, evaluator.identity().type_name.as_str());
+    let identity = calibration_identity_with(
+        &judge_identity,
+        evaluator.identity().type_name.as_str(),
+        evaluator.calibrated_options().as_ref(),
+    );
     let mut c = Calibration {
         id: String::new(),
         judge: judge_name.to_string(),
@@ -400,13 +512,22 @@ pub fn uncalibrated(
         let settings = judges
             .entry(name.clone())
             .or_insert_with(|| calibrated_judge(&run.settings.options.judges, &name));
-        let identity = calibration_identity(settings, &ev.identity().type_name);
+        let identity = calibration_identity_with(
+            settings,
+            &ev.identity().type_name,
+            ev.calibrated_options().as_ref(),
+        );
         match store.latest_calibration(&identity)? {
             Some((_, true, _)) => {}
             Some((id, false, _)) => out.push((
                 criterion,
                 name,
                 format!("its latest calibration ({id}) did not pass"),
+            )),
+            None if ev.calibrated_options().is_some() => out.push((
+                criterion,
+                name,
+                "it has no calibration for this model, settings and options (label, threshold, pass_when, windows)".into(),
             )),
             None => out.push((
                 criterion,
@@ -416,4 +537,114 @@ pub fn uncalibrated(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::config::EvaluatorEntry;
+
+    fn entries(values: &[Value]) -> Vec<EvaluatorEntry> {
+        values
+            .iter()
+            .map(|v| serde_json::from_value(v.clone()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn calibrated_options_join_the_identity() {
+        let judge = json!({"provider": "local", "kind": "classifier", "path": "m"});
+        // Without options: the identity every other evaluator's calibration has.
+        assert_eq!(
+            calibration_identity_with(&judge, "faithfulness", None),
+            calibration_identity(&judge, "faithfulness")
+        );
+        let at = |threshold: f64, label: &str| {
+            let e = crate::evaluators::from_json(&json!({
+                "type": "classifier", "judge": "tox", "label": label, "threshold": threshold
+            }))
+            .unwrap();
+            calibration_identity_with(&judge, "classifier", e.calibrated_options().as_ref())
+        };
+        assert_eq!(at(0.5, "toxic"), at(0.5, "toxic"));
+        assert_ne!(at(0.5, "toxic"), at(0.45, "toxic"), "the threshold");
+        assert_ne!(at(0.5, "toxic"), at(0.5, "insult"), "the label");
+        assert_ne!(at(0.5, "toxic"), calibration_identity(&judge, "classifier"));
+        let above = crate::evaluators::from_json(&json!({
+            "type": "classifier", "judge": "tox", "label": "toxic", "pass_when": "above"
+        }))
+        .unwrap();
+        assert_ne!(
+            at(0.5, "toxic"),
+            calibration_identity_with(&judge, "classifier", above.calibrated_options().as_ref()),
+            "the polarity"
+        );
+    }
+
+    #[test]
+    fn the_evaluator_calibrated() {
+        let config = entries(&[
+            json!({"type": "faithfulness", "judge": "gpt", "repeats": 3}),
+            json!({"type": "classifier", "judge": "tox", "label": "toxic", "threshold": 0.4,
+                   "criterion": "no_toxicity"}),
+        ]);
+        // A judged evaluator without options of its own: the bare entry, as before.
+        let e = calibration_evaluator(&config, "gpt", "faithfulness", None).unwrap();
+        assert_eq!(
+            e.identity().to_value(),
+            json!({"type": "faithfulness", "judge": "gpt"})
+        );
+        // A classifier: the config's entry, threshold and all.
+        let e = calibration_evaluator(&config, "tox", "classifier", None).unwrap();
+        assert_eq!(e.criterion(), "no_toxicity");
+        assert_eq!(e.calibrated_options().unwrap()["threshold"], 0.4);
+        // None for that judge, several, an unknown criterion, a type that is not judged.
+        let err = |c: &[EvaluatorEntry], judge: &str, t: &str, crit: Option<&str>| {
+            calibration_evaluator(c, judge, t, crit)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(err(&config, "gpt", "classifier", None).contains("declare the `classifier` entry"));
+        let two = entries(&[
+            json!({"type": "classifier", "judge": "tox", "label": "toxic", "criterion": "a"}),
+            json!({"type": "classifier", "judge": "tox", "label": "insult", "criterion": "b"}),
+        ]);
+        let several = err(&two, "tox", "classifier", None);
+        assert!(
+            several.contains("criteria: a, b") && several.contains("--criterion"),
+            "{several}"
+        );
+        let e = calibration_evaluator(&two, "tox", "classifier", Some("b")).unwrap();
+        assert_eq!(e.calibrated_options().unwrap()["label"], "insult");
+        let unknown = err(&two, "tox", "classifier", Some("c"));
+        assert!(unknown.contains("those that do report: a, b"), "{unknown}");
+        assert!(err(&config, "gpt", "contains", None).contains("is not a judged evaluator"));
+    }
+
+    #[test]
+    fn labelled_items_may_carry_further_output_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("labels.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"id": "a", "question": "q", "answer": "x", "output": {"summary": "s"}, "label": 1}"#,
+                "\n",
+                r#"{"id": "b", "question": "q", "answer": "y", "label": 0}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let items = read_labels(&path).unwrap();
+        assert_eq!(items[0].output.get("summary"), Some(&json!("s")));
+        assert!(items[1].output.is_empty());
+        std::fs::write(
+            &path,
+            r#"{"id": "a", "question": "q", "answer": "x", "output": "s", "label": 1}"#,
+        )
+        .unwrap();
+        let err = read_labels(&path).unwrap_err().to_string();
+        assert!(err.contains(":1: field `output`"), "{err}");
+    }
 }

@@ -206,6 +206,7 @@ mod tests {
                     serde_json::json!({"type": spec.name, "k": 3})
                 }
                 "abstention" => serde_json::json!({"type": spec.name, "measure": "recall"}),
+                "classifier" => serde_json::json!({"type": spec.name, "judge": "j", "label": "x"}),
                 "schema_validity" => {
                     serde_json::json!({"type": spec.name, "schema": {"type": "object"}})
                 }

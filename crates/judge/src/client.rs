@@ -9,7 +9,8 @@
 //!
 //! A `provider: local` client loads its model once, in [`JudgeClient::new`] (a load error is a
 //! settings error), and answers in-process: embeddings from a `kind: embedding` model, pair
-//! scores from `nli`/`cross_encoder`, and chat completions from a `generate` model — whose
+//! scores from `nli`/`cross_encoder`, label probabilities from `classifier`, and chat
+//! completions from a `generate` model — whose
 //! replies go through the same parsing, validation and one repair, the schema being stated in
 //! the prompt. Its cache keys add the model's content identity (sha256 of `config.json` and
 //! the weights), so replacing the files at the same path is a new model.
@@ -23,7 +24,7 @@ use serde_json::{json, Value};
 use crate::cache::{cache_key, CallRecord, JudgeCache};
 use crate::error::{JudgeError, ReplyError};
 use crate::limiter::{self, Limiter};
-use crate::local::{self, LocalFailure, LocalModel};
+use crate::local::{self, LocalFailure, LocalModel, TextClassification};
 use crate::request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 use crate::schema;
 use crate::settings::{JudgeSettings, Provider, StructuredOutput};
@@ -231,6 +232,26 @@ impl JudgeClient {
             None => Err(JudgeError::Unsupported {
                 judge: self.name.clone(),
                 message: "pair scores need a `provider: local` judge of `kind: nli` or `kind: cross_encoder`".into(),
+            }),
+        }
+    }
+
+    /// The label probabilities of each text by a `kind: classifier` local judge (softmax
+    /// over the labels, or independent sigmoids for a multi-label model, as `transformers`'
+    /// text-classification pipeline), long texts windowed.
+    pub fn classify(&self, texts: &[String]) -> Result<Vec<TextClassification>, JudgeError> {
+        match &self.local {
+            Some(model) => {
+                let _span =
+                    tracing::debug_span!("local_classify", judge = %self.name, texts = texts.len())
+                        .entered();
+                model.classify(texts).map_err(|e| self.local_error(e))
+            }
+            None => Err(JudgeError::Unsupported {
+                judge: self.name.clone(),
+                message:
+                    "text classification needs a `provider: local` judge of `kind: classifier`"
+                        .into(),
             }),
         }
     }

@@ -71,7 +71,7 @@ pub use client::{
     MAX_RETRY_AFTER,
 };
 pub use error::{JudgeError, ReplyError, SettingsError, WeightedScoreError};
-pub use local::{LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
+pub use local::{TextClassification, LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 pub use settings::{JudgeSettings, LocalKind, Prices, Provider, StructuredOutput};
 pub use tokens::{

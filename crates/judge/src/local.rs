@@ -1,5 +1,6 @@
 //! `provider: local` judges: the model loaded once when the client is built, and the calls
-//! the client dispatches to it (embeddings, pair scores, chat completions).
+//! the client dispatches to it (embeddings, pair scores, text classifications, chat
+//! completions).
 //!
 //! Built only with the `local-models` feature; without it, [`load`] fails with a message
 //! saying so, and nothing of candle is compiled.
@@ -25,6 +26,21 @@ pub(crate) enum LocalFailure {
     Call(String),
 }
 
+/// The label probabilities a `kind: classifier` local judge gives one text
+/// ([`JudgeClient::classify`](crate::JudgeClient::classify)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextClassification {
+    /// The model's labels, in `id2label` order.
+    pub labels: Vec<String>,
+    /// Each window's probability of each label, `[windows][labels]` (one window for a text
+    /// that fits the model; long texts are cut into overlapping windows).
+    pub windows: Vec<Vec<f32>>,
+    /// The probabilities are independent sigmoids (`problem_type:
+    /// multi_label_classification`, or a single-logit model) rather than a softmax over the
+    /// labels.
+    pub sigmoid: bool,
+}
+
 /// One reply of a local chat model.
 #[cfg_attr(not(feature = "local-models"), allow(dead_code))]
 pub(crate) struct ChatReply {
@@ -39,15 +55,25 @@ mod imp {
     use super::*;
     use crate::settings::LocalKind;
     use oloproof_local::{
-        ChatModel, ClassifierOptions, EmbedderOptions, GenerateOptions, PairClassifier,
-        SentenceEmbedder,
+        Activation, ChatModel, ClassifierOptions, EmbedderOptions, GenerateOptions, PairClassifier,
+        SentenceEmbedder, SequenceClassifier, SequenceOptions,
     };
 
     /// A loaded local model.
     pub(crate) enum LocalModel {
         Embedding(SentenceEmbedder),
         Pairs(PairClassifier),
+        Sequence(SequenceClassifier),
         Chat(ChatModel),
+    }
+
+    /// The labels of the sequence classifier in `dir` (`config.json` only).
+    pub(crate) fn classifier_labels(
+        dir: &std::path::Path,
+    ) -> Result<Option<Vec<String>>, SettingsError> {
+        SequenceClassifier::read_labels(dir)
+            .map(Some)
+            .map_err(|e| SettingsError::Invalid(e.to_string()))
     }
 
     impl std::fmt::Debug for LocalModel {
@@ -55,6 +81,7 @@ mod imp {
             match self {
                 LocalModel::Embedding(m) => m.fmt(f),
                 LocalModel::Pairs(m) => m.fmt(f),
+                LocalModel::Sequence(m) => m.fmt(f),
                 LocalModel::Chat(m) => m.fmt(f),
             }
         }
@@ -122,6 +149,18 @@ mod imp {
                 )
                 .map_err(load)?,
             ),
+            Some(LocalKind::Classifier) => LocalModel::Sequence(
+                SequenceClassifier::load(
+                    &path,
+                    &SequenceOptions {
+                        threads: settings.threads,
+                        max_length: settings.max_length,
+                        batch_size: settings.batch_size,
+                        window_overlap: None,
+                    },
+                )
+                .map_err(load)?,
+            ),
             Some(LocalKind::Generate) => LocalModel::Chat(
                 ChatModel::load(
                     &path,
@@ -140,6 +179,7 @@ mod imp {
             match self {
                 LocalModel::Embedding(m) => m.identity().to_string(),
                 LocalModel::Pairs(m) => m.identity().to_string(),
+                LocalModel::Sequence(m) => m.identity().to_string(),
                 LocalModel::Chat(m) => m.identity().to_string(),
             }
         }
@@ -166,6 +206,32 @@ mod imp {
                     .map_err(|e| LocalFailure::Call(e.to_string())),
                 _ => Err(LocalFailure::Call(
                     "pair scores need a `kind: nli` or `kind: cross_encoder` local judge".into(),
+                )),
+            }
+        }
+
+        pub(crate) fn classify(
+            &self,
+            texts: &[String],
+        ) -> Result<Vec<TextClassification>, LocalFailure> {
+            match self {
+                LocalModel::Sequence(m) => {
+                    let sigmoid = m.activation() == Activation::Sigmoid;
+                    m.classify(texts)
+                        .map(|scores| {
+                            scores
+                                .into_iter()
+                                .map(|s| TextClassification {
+                                    labels: m.labels().to_vec(),
+                                    windows: s.windows,
+                                    sigmoid,
+                                })
+                                .collect()
+                        })
+                        .map_err(|e| LocalFailure::Call(e.to_string()))
+                }
+                _ => Err(LocalFailure::Call(
+                    "text classification needs a `kind: classifier` local judge".into(),
                 )),
             }
         }
@@ -212,6 +278,13 @@ mod imp {
         Err(SettingsError::WithoutLocalModels)
     }
 
+    /// Without local models nothing is read (the judge's validation says why).
+    pub(crate) fn classifier_labels(
+        _dir: &std::path::Path,
+    ) -> Result<Option<Vec<String>>, SettingsError> {
+        Ok(None)
+    }
+
     pub(crate) fn resolve_hub(
         _spec: &str,
         _kind: Option<crate::settings::LocalKind>,
@@ -232,6 +305,12 @@ mod imp {
         ) -> Result<Vec<f32>, LocalFailure> {
             match *self {}
         }
+        pub(crate) fn classify(
+            &self,
+            _texts: &[String],
+        ) -> Result<Vec<TextClassification>, LocalFailure> {
+            match *self {}
+        }
         pub(crate) fn chat(
             &self,
             _messages: &[(&str, &str)],
@@ -242,4 +321,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{check_hub, load, resolve_hub, LocalModel};
+pub(crate) use imp::{check_hub, classifier_labels, load, resolve_hub, LocalModel};

@@ -17,7 +17,7 @@
 //! judges:
 //!   mini:
 //!     provider: local
-//!     kind: embedding               # embedding | cross_encoder | nli | generate
+//!     kind: embedding               # embedding | cross_encoder | nli | classifier | generate
 //!     path: ${OLOPROOF_MINILM_DIR}  # a model folder (or a .gguf file for `generate`)
 //!     threads: 2                    # default: every core
 //! ```
@@ -52,6 +52,10 @@ pub enum LocalKind {
     CrossEncoder,
     /// A sequence-pair classifier with an entailment label.
     Nli,
+    /// A single-text sequence classifier (toxicity, PII, refusal, sentiment: any
+    /// `…ForSequenceClassification` model of a supported architecture fed one text), giving
+    /// each label's probability; the `classifier` evaluator names the label and threshold.
+    Classifier,
     /// A GGUF llama-family chat model, used as an LLM judge.
     Generate,
 }
@@ -63,6 +67,7 @@ impl LocalKind {
             LocalKind::Embedding => "embedding",
             LocalKind::CrossEncoder => "cross_encoder",
             LocalKind::Nli => "nli",
+            LocalKind::Classifier => "classifier",
             LocalKind::Generate => "generate",
         }
     }
@@ -183,7 +188,8 @@ pub struct JudgeSettings {
     /// `local`: tokens per input, special tokens included (default: the model's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_length: Option<usize>,
-    /// `local`: inputs per forward pass (default 32 for embeddings, 16 for pairs).
+    /// `local`: inputs per forward pass (default 32 for embeddings, 16 for pairs and
+    /// classifier windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<usize>,
     /// `local` `nli`/`cross_encoder`: the label that means entailed (default: `entailment`
@@ -263,6 +269,35 @@ impl JudgeSettings {
             return crate::local::check_hub(&spec, self.kind).map(|()| None);
         }
         Ok(Some(std::path::PathBuf::from(spec)))
+    }
+
+    /// The labels of a `kind: classifier` judge's model (`config.json`'s `id2label`), read
+    /// without loading the weights, for a configuration check; a relative path is taken
+    /// against `base` (the config's folder). `Ok(None)` when they cannot be known without
+    /// loading or fetching the model: an `hf://` path (downloaded only when the model loads),
+    /// a path that does not exist or has no `config.json`, another kind, or a build without
+    /// local models — the judge's own validation or load reports those. An error for a
+    /// `config.json` that cannot be read, or whose `id2label` is malformed (naming the file).
+    pub fn classifier_labels(
+        &self,
+        base: &std::path::Path,
+    ) -> Result<Option<Vec<String>>, SettingsError> {
+        if self.provider != Provider::Local || self.kind != Some(LocalKind::Classifier) {
+            return Ok(None);
+        }
+        let Ok(Some(path)) = self.check_local_path() else {
+            // An `hf://` path, or a `${VAR}` / malformed path that validation reports.
+            return Ok(None);
+        };
+        let path = if path.is_relative() {
+            base.join(path)
+        } else {
+            path
+        };
+        if !path.join("config.json").is_file() {
+            return Ok(None);
+        }
+        crate::local::classifier_labels(&path)
     }
 
     /// `path` with each `${VAR}` replaced from the environment.
@@ -351,7 +386,7 @@ impl JudgeSettings {
     fn validate_local(&self) -> Result<(), SettingsError> {
         let Some(kind) = self.kind else {
             return Err(SettingsError::Invalid(
-                "`provider: local` needs `kind` (embedding, cross_encoder, nli or generate)".into(),
+                "`provider: local` needs `kind` (embedding, cross_encoder, nli, classifier or generate)".into(),
             ));
         };
         match &self.path {
@@ -468,6 +503,18 @@ mod tests {
         assert_eq!(
             http.validate().unwrap_err(),
             SettingsError::Invalid("`path` is only for `provider: local`".into())
+        );
+        let classifier: JudgeSettings =
+            serde_json::from_str(r#"{"provider":"local","kind":"classifier","path":"m/tox"}"#)
+                .unwrap();
+        assert!(classifier.validate().is_ok());
+        assert_eq!(LocalKind::Classifier.as_str(), "classifier");
+        // No such folder: nothing to read, the judge's validation says so.
+        assert_eq!(
+            classifier
+                .classifier_labels(std::path::Path::new("/nonexistent"))
+                .unwrap(),
+            None
         );
         let mut label = JudgeSettings::local(LocalKind::Embedding, "m");
         label.entailment_label = Some("entailment".into());

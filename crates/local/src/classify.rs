@@ -65,16 +65,167 @@ pub struct ClassifierOptions {
 
 /// A loaded sequence-pair classifier. `Send + Sync`.
 pub struct PairClassifier {
-    dir: PathBuf,
+    net: Network,
+    positive: Option<usize>,
+    identity: String,
+}
+
+/// What a sequence-pair and a single-sequence classifier share: the network and its
+/// tokenizer, the labels, the max length, batching, windowing and the thread pool. Both are
+/// the same `…ForSequenceClassification` network; a pair classifier feeds it two segments, a
+/// [`crate::SequenceClassifier`] one.
+pub(crate) struct Network {
+    pub(crate) dir: PathBuf,
     backend: Backend,
     tokenizer: tokenizers::Tokenizer,
-    labels: Vec<String>,
-    positive: Option<usize>,
-    max_length: usize,
+    pub(crate) labels: Vec<String>,
+    pub(crate) max_length: usize,
     batch_size: usize,
     overlap: usize,
-    identity: String,
     pool: rayon::ThreadPool,
+}
+
+/// What [`Network::load`] reads besides the folder.
+pub(crate) struct NetworkOptions {
+    pub(crate) threads: Option<usize>,
+    pub(crate) max_length: Option<usize>,
+    pub(crate) batch_size: Option<usize>,
+    pub(crate) window_overlap: Option<usize>,
+}
+
+/// A loaded [`Network`] with what its owner needs to finish loading: `config.json`'s path and
+/// content, and the sha256 of the weights (for the identity).
+pub(crate) struct LoadedNetwork {
+    pub(crate) net: Network,
+    pub(crate) config_path: PathBuf,
+    pub(crate) config: Value,
+    pub(crate) weights_sha256: String,
+}
+
+impl Network {
+    /// Loads the classifier in `dir` (a `what` — "sequence-pair classifier", … — names it in
+    /// errors), its network chosen by `config.json`'s `model_type` (see the module docs).
+    pub(crate) fn load(dir: &Path, what: &str, options: &NetworkOptions) -> Result<LoadedNetwork> {
+        let dir = files::model_dir(dir, what)?;
+        let (config_path, raw) = files::read_config(&dir)?;
+        let onnx = !dir.join("model.safetensors").is_file()
+            && ONNX_FILES.iter().any(|f| dir.join(f).is_file());
+        let spec = if onnx {
+            Spec::Onnx(onnx_positions(&config_path, &raw)?)
+        } else {
+            Spec::read(&config_path, &raw, what)?
+        };
+        let tokenizer = files::tokenizer(&dir)?;
+        let labels = read_labels(&config_path, &raw)?;
+        let max_length = resolve_max_length(&dir, spec.positions(), options.max_length)?;
+        let batch_size = options.batch_size.unwrap_or(16);
+        if batch_size == 0 {
+            return Err(LocalError::Options {
+                message: "`batch_size` must be at least 1".into(),
+            });
+        }
+        let (backend, weights_sha256) =
+            Backend::load(&dir, &config_path, &spec, labels.len(), options.threads)?;
+        Ok(LoadedNetwork {
+            net: Network {
+                dir,
+                backend,
+                tokenizer,
+                labels,
+                max_length,
+                batch_size,
+                overlap: options.window_overlap.unwrap_or(DEFAULT_WINDOW_OVERLAP),
+                pool: files::thread_pool(options.threads)?,
+            },
+            config_path,
+            config: raw,
+            weights_sha256,
+        })
+    }
+
+    /// The backend's architecture name, for `Debug`.
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Runs `f` in the model's thread pool.
+    pub(crate) fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        self.pool.install(f)
+    }
+
+    /// Tokenises `pairs` (truncated to the max length) and returns their logits.
+    pub(crate) fn pair_logits(&self, pairs: &[(String, String)]) -> Result<Vec<Vec<f32>>> {
+        let encoded = crate::bert::encode_pairs(&self.tokenizer, pairs, self.max_length)?;
+        self.forward_all(&encoded)
+    }
+
+    /// Tokenises single `texts` (truncated to the max length) and returns their logits.
+    pub(crate) fn single_logits<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        let encoded = crate::bert::encode_singles(&self.tokenizer, texts, self.max_length)?;
+        self.forward_all(&encoded)
+    }
+
+    /// Special tokens the tokenizer's post-processor adds to a pair (`pair: true`) or a single
+    /// text.
+    pub(crate) fn special_tokens(&self, pair: bool) -> usize {
+        self.tokenizer
+            .get_post_processor()
+            .map_or(0, |pp| tokenizers::PostProcessor::added_tokens(pp, pair))
+    }
+
+    /// Tokens of `text` without special tokens.
+    pub(crate) fn token_count(&self, text: &str) -> Result<usize> {
+        Ok(self
+            .tokenizer
+            .encode(text, false)
+            .map_err(LocalError::inference)?
+            .get_ids()
+            .len())
+    }
+
+    /// `text` cut into windows of at most `budget` tokens: the text itself when it fits (or
+    /// when the budget is under 8 tokens: one window, truncated by the tokenizer), else
+    /// overlapping runs of whole tokens (text slices of `text`), consecutive windows sharing
+    /// the overlap (at most half a window).
+    pub(crate) fn windows(&self, text: &str, budget: usize) -> Result<Vec<String>> {
+        let encoding = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(LocalError::inference)?;
+        let offsets = encoding.get_offsets();
+        if offsets.len() <= budget || budget < 8 {
+            return Ok(vec![text.to_string()]);
+        }
+        let overlap = self.overlap.min(budget / 2);
+        let step = budget - overlap;
+        let mut out = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + budget).min(offsets.len());
+            let (a, b) = (offsets[start].0, offsets[end - 1].1);
+            out.push(text[a..b].to_string());
+            if end == offsets.len() {
+                break;
+            }
+            start += step;
+        }
+        Ok(out)
+    }
+
+    /// The logits of every row, in order, `batch_size` rows per forward pass. The rows are
+    /// batched by length, so that a padded batch (DeBERTa) holds rows of similar lengths.
+    fn forward_all(&self, encoded: &[Encoded]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<usize> = (0..encoded.len()).collect();
+        order.sort_by_key(|&i| encoded[i].len());
+        let mut out = vec![Vec::new(); encoded.len()];
+        for batch in order.chunks(self.batch_size) {
+            let rows: Vec<&Encoded> = batch.iter().map(|&i| &encoded[i]).collect();
+            for (&i, logits) in batch.iter().zip(self.backend.logits(&rows)?) {
+                out[i] = logits;
+            }
+        }
+        Ok(out)
+    }
 }
 
 // The judges share one classifier between threads.
@@ -86,11 +237,11 @@ const _: fn() = || {
 impl std::fmt::Debug for PairClassifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PairClassifier")
-            .field("dir", &self.dir)
-            .field("backend", &self.backend.name())
-            .field("labels", &self.labels)
+            .field("dir", &self.net.dir)
+            .field("backend", &self.net.backend_name())
+            .field("labels", &self.net.labels)
             .field("positive", &self.positive)
-            .field("max_length", &self.max_length)
+            .field("max_length", &self.net.max_length)
             .finish_non_exhaustive()
     }
 }
@@ -112,46 +263,32 @@ impl PairClassifier {
     /// module docs). Errors name the missing or mismatching file, list the supported
     /// `model_type`s, or list the labels when the entailment label cannot be found.
     pub fn load(dir: &Path, options: &ClassifierOptions) -> Result<PairClassifier> {
-        let dir = files::model_dir(dir, "sequence-pair classifier")?;
-        let (config_path, raw) = files::read_config(&dir)?;
-        let onnx = !dir.join("model.safetensors").is_file()
-            && ONNX_FILES.iter().any(|f| dir.join(f).is_file());
-        let spec = if onnx {
-            Spec::Onnx(onnx_positions(&config_path, &raw)?)
-        } else {
-            Spec::read(&config_path, &raw)?
-        };
-        let tokenizer = files::tokenizer(&dir)?;
-        let labels = read_labels(&config_path, &raw)?;
-        let positive =
-            resolve_positive(&config_path, &labels, options.entailment_label.as_deref())?;
-        let max_length = resolve_max_length(&dir, spec.positions(), options.max_length)?;
-        let batch_size = options.batch_size.unwrap_or(16);
-        if batch_size == 0 {
-            return Err(LocalError::Options {
-                message: "`batch_size` must be at least 1".into(),
-            });
-        }
-        let (backend, weights_sha256) =
-            Backend::load(&dir, &config_path, &spec, labels.len(), options.threads)?;
-        let identity = files::identity("pair_classifier", &raw, &weights_sha256);
-        Ok(PairClassifier {
+        let loaded = Network::load(
             dir,
-            backend,
-            tokenizer,
-            labels,
+            "sequence-pair classifier",
+            &NetworkOptions {
+                threads: options.threads,
+                max_length: options.max_length,
+                batch_size: options.batch_size,
+                window_overlap: options.window_overlap,
+            },
+        )?;
+        let positive = resolve_positive(
+            &loaded.config_path,
+            &loaded.net.labels,
+            options.entailment_label.as_deref(),
+        )?;
+        let identity = files::identity("pair_classifier", &loaded.config, &loaded.weights_sha256);
+        Ok(PairClassifier {
+            net: loaded.net,
             positive,
-            max_length,
-            batch_size,
-            overlap: options.window_overlap.unwrap_or(DEFAULT_WINDOW_OVERLAP),
             identity,
-            pool: files::thread_pool(options.threads)?,
         })
     }
 
     /// The labels, by index (`id2label`).
     pub fn labels(&self) -> &[String] {
-        &self.labels
+        &self.net.labels
     }
 
     /// The index of the entailment / relevance label (`None`: a single-logit model, scored
@@ -162,7 +299,7 @@ impl PairClassifier {
 
     /// Tokens per pair.
     pub fn max_length(&self) -> usize {
-        self.max_length
+        self.net.max_length
     }
 
     /// sha256 over `config.json`'s content and the weights' sha256.
@@ -173,16 +310,13 @@ impl PairClassifier {
     /// Raw logits of each `(premise, hypothesis)` pair, truncated to the max length (no
     /// windowing), `[pairs][labels]`.
     pub fn logits(&self, pairs: &[(String, String)]) -> Result<Vec<Vec<f32>>> {
-        self.pool.install(|| {
-            let encoded = crate::bert::encode_pairs(&self.tokenizer, pairs, self.max_length)?;
-            self.forward_all(&encoded)
-        })
+        self.net.install(|| self.net.pair_logits(pairs))
     }
 
     /// The entailment (relevance) probability of each `(premise, hypothesis)` pair, with long
     /// premises windowed.
     pub fn score(&self, pairs: &[(String, String)]) -> Result<Vec<PairScore>> {
-        self.pool.install(|| {
+        self.net.install(|| {
             let mut inputs = Vec::new();
             let mut owner = Vec::new();
             for (i, (premise, hypothesis)) in pairs.iter().enumerate() {
@@ -191,8 +325,7 @@ impl PairClassifier {
                     owner.push(i);
                 }
             }
-            let encoded = crate::bert::encode_pairs(&self.tokenizer, &inputs, self.max_length)?;
-            let logits = self.forward_all(&encoded)?;
+            let logits = self.net.pair_logits(&inputs)?;
             let mut out: Vec<PairScore> = (0..pairs.len())
                 .map(|_| PairScore {
                     score: f32::NEG_INFINITY,
@@ -228,53 +361,10 @@ impl PairClassifier {
     /// The premise cut into windows that fit beside the hypothesis: the premise itself when
     /// it fits, else overlapping runs of whole tokens (as text slices of the premise).
     pub fn windows(&self, premise: &str, hypothesis: &str) -> Result<Vec<String>> {
-        let p = self
-            .tokenizer
-            .encode(premise, false)
-            .map_err(LocalError::inference)?;
-        let h = self
-            .tokenizer
-            .encode(hypothesis, false)
-            .map_err(LocalError::inference)?;
-        let specials = self
-            .tokenizer
-            .get_post_processor()
-            .map_or(0, |pp| tokenizers::PostProcessor::added_tokens(pp, true));
-        let offsets = p.get_offsets();
-        let budget = self.max_length.saturating_sub(specials + h.get_ids().len());
+        let reserved = self.net.special_tokens(true) + self.net.token_count(hypothesis)?;
         // A hypothesis that leaves almost no room: one window, truncated by the tokenizer.
-        if offsets.len() <= budget || budget < 8 {
-            return Ok(vec![premise.to_string()]);
-        }
-        let overlap = self.overlap.min(budget / 2);
-        let step = budget - overlap;
-        let mut out = Vec::new();
-        let mut start = 0;
-        loop {
-            let end = (start + budget).min(offsets.len());
-            let (a, b) = (offsets[start].0, offsets[end - 1].1);
-            out.push(premise[a..b].to_string());
-            if end == offsets.len() {
-                break;
-            }
-            start += step;
-        }
-        Ok(out)
-    }
-
-    /// The logits of every row, in order, `batch_size` rows per forward pass. The rows are
-    /// batched by length, so that a padded batch (DeBERTa) holds rows of similar lengths.
-    fn forward_all(&self, encoded: &[Encoded]) -> Result<Vec<Vec<f32>>> {
-        let mut order: Vec<usize> = (0..encoded.len()).collect();
-        order.sort_by_key(|&i| encoded[i].len());
-        let mut out = vec![Vec::new(); encoded.len()];
-        for batch in order.chunks(self.batch_size) {
-            let rows: Vec<&Encoded> = batch.iter().map(|&i| &encoded[i]).collect();
-            for (&i, logits) in batch.iter().zip(self.backend.logits(&rows)?) {
-                out[i] = logits;
-            }
-        }
-        Ok(out)
+        self.net
+            .windows(premise, self.net.max_length.saturating_sub(reserved))
     }
 }
 
@@ -287,9 +377,9 @@ enum Spec {
 }
 
 impl Spec {
-    fn read(path: &Path, raw: &Value) -> Result<Spec> {
+    fn read(path: &Path, raw: &Value, what: &str) -> Result<Spec> {
         let supported = [Architecture::Bert, Architecture::DebertaV2];
-        match files::architecture(path, raw, "sequence-pair classifier", &supported)? {
+        match files::architecture(path, raw, what, &supported)? {
             Architecture::Bert => Ok(Spec::Bert(files::parse_bert_config(path, raw)?)),
             Architecture::DebertaV2 => Ok(Spec::DebertaV2(Box::new(crate::deberta::parse_config(
                 path, raw,
@@ -514,7 +604,7 @@ fn resolve_max_length(dir: &Path, positions: usize, option: Option<usize>) -> Re
 }
 
 /// `id2label` in index order (else `num_labels` generic names, else one label).
-fn read_labels(path: &Path, raw: &Value) -> Result<Vec<String>> {
+pub(crate) fn read_labels(path: &Path, raw: &Value) -> Result<Vec<String>> {
     if let Some(map) = raw.get("id2label").and_then(Value::as_object) {
         let mut labels = vec![None; map.len()];
         for (k, v) in map {

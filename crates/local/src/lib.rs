@@ -13,6 +13,10 @@
 //!   with the entailment label
 //!   from `config.json`'s `id2label` or the options, and long premises scored as the maximum
 //!   over overlapping windows.
+//! * [`SequenceClassifier`] — the same networks fed one text (toxicity, PII, refusal or
+//!   sentiment classifiers): each label's probability, softmax or sigmoid as `transformers`'
+//!   `text-classification` pipeline chooses from `config.json`'s `problem_type`, long texts
+//!   scored window by window.
 //! * [`ChatModel`] — a GGUF llama-family chat model through candle's quantized llama, with
 //!   the chat template read from the GGUF, greedy decoding.
 //!
@@ -52,6 +56,7 @@ mod generate;
 pub mod hub;
 #[cfg(feature = "onnx")]
 mod onnx;
+mod sequence;
 pub mod testing;
 
 pub use classify::{ClassifierOptions, PairClassifier, PairScore, DEFAULT_WINDOW_OVERLAP};
@@ -60,6 +65,7 @@ pub use error::{LocalError, Result};
 pub use generate::{ChatModel, ChatTemplate, GenerateOptions, Generation};
 #[cfg(feature = "onnx")]
 pub use onnx::OnnxClassifierRaw;
+pub use sequence::{Activation, SequenceClassifier, SequenceOptions, TextScores};
 
 /// sha256 of a file (hex), streamed: used to check a model file against a known digest.
 pub fn sha256_file(path: &std::path::Path) -> Result<String> {

@@ -1,5 +1,6 @@
-//! Test support, always compiled: writes tiny randomly initialised sequence-pair classifiers
-//! (BERT, RoBERTa, and DeBERTa v2 / v3) and a tiny RoBERTa sentence embedder as `transformers`
+//! Test support, always compiled: writes tiny randomly initialised sequence classifiers
+//! (BERT, RoBERTa, and DeBERTa v2 / v3; fed pairs or single texts, [`set_problem_type`] for a
+//! multi-label one) and a tiny RoBERTa sentence embedder as `transformers`
 //! saves them (safetensors, `config.json`, a word-level `tokenizer.json`) so that tests of the
 //! models and of the layers above them need no downloaded model. Their outputs mean nothing;
 //! their shapes, masks, positions, labels and windowing are those of a real model, and
@@ -210,6 +211,23 @@ pub fn write_tiny_classifier(dir: &Path, labels: &[&str], seed: u64) -> Result<(
     t.insert("classifier.bias".into(), rng.tensor(&[labels.len()]));
     let path = dir.join("model.safetensors");
     candle_core::safetensors::save(&t, &path).map_err(|e| LocalError::bad_file(&path, e))
+}
+
+/// Sets `problem_type` in the `config.json` a writer of this module put in `dir`, as
+/// `transformers` saves a model fine-tuned with that problem type (e.g.
+/// `multi_label_classification` for a toxicity classifier with one sigmoid per category).
+pub fn set_problem_type(dir: &Path, problem_type: &str) -> Result<()> {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| LocalError::bad_file(&path, format!("cannot read: {e}")))?;
+    let mut config: Value =
+        serde_json::from_str(&text).map_err(|e| LocalError::bad_file(&path, e))?;
+    let Some(map) = config.as_object_mut() else {
+        return Err(LocalError::bad_file(&path, "not a JSON object"));
+    };
+    map.insert("problem_type".into(), json!(problem_type));
+    std::fs::write(&path, config.to_string())
+        .map_err(|e| LocalError::bad_file(&path, format!("cannot write: {e}")))
 }
 
 /// Tensors drawn one after another from one stream, by name.

@@ -21,6 +21,7 @@ pub mod answer_text;
 pub mod citation_validity;
 pub mod claim_diagnostics;
 pub mod claim_support;
+pub mod classifier;
 pub mod context_utilisation;
 pub mod entity_grounding;
 pub mod judged;
@@ -74,6 +75,15 @@ pub trait Evaluator: Send + Sync {
     /// For a metric scored by a judge (not a rule that may consult one): which judges score
     /// it. `None` for every other evaluator.
     fn judge_choice(&self) -> Option<&JudgeChoice> {
+        None
+    }
+    /// For an evaluator whose own options decide its verdicts as much as its judge does (a
+    /// classifier's label, threshold and rule): those options. They join its calibration's
+    /// identity (`calibrate::calibration_identity_with`), so a calibration holds for them
+    /// only, and `calibrate` scores the labels with the config's entry. `None` (the
+    /// default): the judge's settings, the evaluator type and the template versions identify
+    /// a calibration.
+    fn calibrated_options(&self) -> Option<Value> {
         None
     }
     /// Whether `run --repeats N` applies to it (it takes `repeats:`).
@@ -173,6 +183,7 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     rules::forbidden_terms::SPEC,
     rules::max_length::SPEC,
     rules::pii_in_answer::SPEC,
+    classifier::SPEC,
 ];
 
 /// The evaluator type names, in registry order.
