@@ -109,6 +109,14 @@ fn run_summary_and_detail() {
         .classify(&["shipping takes three weeks :: w-shipping,w-takes"])
         .unwrap();
     assert!((f64::from(scores[0].windows[0][1]) - p).abs() < 1e-6);
+    // `show --case` says the probability beside the verdict.
+    let shown = stdout(&oloproof(&dir, &["show", &run, "--case", "shipping"]));
+    assert!(
+        shown.contains(&format!(
+            "no_toxicity  fail (p(toxic) {p:.4}, threshold 0.5)"
+        )),
+        "{shown}"
+    );
 
     // A run whose every case is judged again from the cache gives the same verdicts.
     let again = oloproof(&dir, &["run", ".", "--json"]);

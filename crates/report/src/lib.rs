@@ -309,6 +309,15 @@ fn verdict_text(v: &CriterionVerdict) -> String {
                 .unwrap_or_else(|| "none".into())
         ));
     }
+    // A classifier: the label's probability against its threshold.
+    if let (Some(label), Some(p), Some(threshold), Some(_)) = (
+        v.detail.get("label").and_then(Value::as_str),
+        v.detail.get("probability").and_then(Value::as_f64),
+        v.detail.get("threshold").and_then(Value::as_f64),
+        v.detail.get("pass_when"),
+    ) {
+        s.push_str(&format!(" (p({label}) {p:.4}, threshold {threshold})"));
+    }
     if v.detail.get("disagreement").and_then(Value::as_bool) == Some(true) {
         let judges: Vec<&str> = v
             .detail
