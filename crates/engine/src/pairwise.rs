@@ -217,10 +217,6 @@ fn side_answer(trace: Option<&Trace>) -> Result<&str, Unjudgeable> {
     trace.answer().ok_or(Unjudgeable::NoAnswer)
 }
 
-fn count_words(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
-}
-
 /// `x` on the 0.1 grid, as the nearest double to the decimal, without a negative zero.
 fn tenths(x: f64) -> f64 {
     let t = (x * 10.0).round() / 10.0;
@@ -409,7 +405,11 @@ pub fn judge_pairs(
     for (&(_, b), [cand, base]) in shared.iter().zip(&answers) {
         let case = &baseline.cases[b].0;
         let size = |a: &Result<&str, Unjudgeable>| match a {
-            Ok(text) => (Some(text.chars().count() as u64), Some(count_words(text))),
+            // The same counts as `max_length`'s characters and words.
+            Ok(text) => (
+                Some(oloproof_metrics::text::char_count(text)),
+                Some(oloproof_metrics::text::word_count(text)),
+            ),
             Err(_) => (None, None),
         };
         let ((cc, cw), (bc, bw)) = (size(cand), size(base));

@@ -58,6 +58,7 @@ use crate::cache::{CallRecord, JudgeCache};
 use crate::client::JudgeClient;
 use crate::error::{JudgeError, ReplyError, WeightedScoreError};
 use crate::templates::{self, check_ids, flags_by_id, CitedStatement};
+use oloproof_metrics::rag::ragchecker;
 
 /// The result of one judged metric on one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -612,12 +613,8 @@ pub fn noise_sensitivity(
         repeat,
         &mut calls,
     )?;
-    let mut relevant = vec![false; sample.contexts.len()];
-    for &c in ref_support.iter().flatten() {
-        if let Some(r) = relevant.get_mut(c) {
-            *r = true;
-        }
-    }
+    // RAGChecker's classification (Ragas borrows it): one implementation, in the metrics crate.
+    let relevant = ragchecker::relevant_chunks(sample.contexts.len(), &ref_support);
     let mut counted = 0usize;
     let claims: Vec<Value> = ans_claims
         .iter()
@@ -625,14 +622,15 @@ pub fn noise_sensitivity(
         .zip(&ans_support)
         .map(|((claim, check), chunks)| {
             let (ok, reason) = (&check.supported, &check.reason);
-            let by_relevant = chunks.iter().any(|&c| relevant.get(c) == Some(&true));
-            let by_irrelevant =
-                !by_relevant && chunks.iter().any(|&c| relevant.get(c) == Some(&false));
-            let hit = !*ok
-                && match mode {
-                    NoiseMode::Relevant => by_relevant,
-                    NoiseMode::Irrelevant => by_irrelevant,
-                };
+            // Where the claim came from, whether it is correct or not (shown in the detail).
+            let from = ragchecker::noise(false, chunks, &relevant);
+            let by_relevant = from == Some(ragchecker::Noise::Relevant);
+            let by_irrelevant = from == Some(ragchecker::Noise::Irrelevant);
+            let hit = matches!(
+                (ragchecker::noise(*ok, chunks, &relevant), mode),
+                (Some(ragchecker::Noise::Relevant), NoiseMode::Relevant)
+                    | (Some(ragchecker::Noise::Irrelevant), NoiseMode::Irrelevant)
+            );
             counted += usize::from(hit);
             json!({
                 "claim": claim, "correct": u8::from(*ok), "reason": reason,

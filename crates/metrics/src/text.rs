@@ -1,5 +1,5 @@
 //! Text-answer metrics: SQuAD answer normalisation, exact match and token F1, and
-//! case-insensitive containment.
+//! case-insensitive containment, and the length of a text in characters and words.
 //!
 //! [`normalize_answer`], [`exact_match`] and [`token_f1`] follow the official SQuAD evaluation
 //! scripts (P. Rajpurkar et al., "SQuAD: 100,000+ questions for machine comprehension of text",
@@ -201,6 +201,27 @@ fn multiset_intersection(left: &mut [&str], right: &mut [&str]) -> usize {
         }
     }
     same
+}
+
+/// The number of characters of `text`: Unicode scalar values (`é` is one, whether written
+/// precomposed or not is up to the text).
+pub fn char_count(text: &str) -> u64 {
+    text.chars().count() as u64
+}
+
+/// The number of words of `text`: Unicode word segmentation (UAX #29, the `unicode-segmentation`
+/// crate's `unicode_words`): `Don't`, `14.5` and `it's` are one word each, punctuation and
+/// spaces are none, and each ideograph is a word (`東京へ` is three).
+///
+/// ```
+/// use oloproof_metrics::text::word_count;
+///
+/// assert_eq!(word_count("Don't panic: it's 14.5 days, OK?"), 6);
+/// assert_eq!(word_count("  ...  "), 0);
+/// ```
+pub fn word_count(text: &str) -> u64 {
+    use unicode_segmentation::UnicodeSegmentation;
+    text.unicode_words().count() as u64
 }
 
 #[cfg(test)]

@@ -325,6 +325,33 @@ impl Noise {
     }
 }
 
+/// The chunks that entail at least one reference claim (RAGChecker's *relevant* chunks), of
+/// `chunks` chunks; `reference_in_chunks[j]` lists the chunks entailing reference claim `j`
+/// (indices at or beyond `chunks` are ignored).
+pub fn relevant_chunks(chunks: usize, reference_in_chunks: &[Vec<usize>]) -> Vec<bool> {
+    let mut relevant = vec![false; chunks];
+    for &c in reference_in_chunks.iter().flatten() {
+        if let Some(r) = relevant.get_mut(c) {
+            *r = true;
+        }
+    }
+    relevant
+}
+
+/// Which kind of chunk led an answer claim astray: `None` for a correct claim or one no chunk
+/// entails; [`Noise::Relevant`] when a relevant chunk entails it; [`Noise::Irrelevant`] when
+/// only irrelevant chunks do. The classification behind noise sensitivity, here and in
+/// Ragas' `noise_sensitivity` (which borrows RAGChecker's definition).
+pub fn noise(correct: bool, chunks: &[usize], relevant: &[bool]) -> Option<Noise> {
+    if correct || chunks.is_empty() {
+        None
+    } else if chunks.iter().any(|&c| relevant.get(c) == Some(&true)) {
+        Some(Noise::Relevant)
+    } else {
+        Some(Noise::Irrelevant)
+    }
+}
+
 /// One answer claim, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerClaim {
@@ -416,13 +443,7 @@ pub fn diagnose(checks: &ClaimChecks) -> Result<Diagnosis, ClaimChecksError> {
             Some((r, normalised(&r.reference_in_chunks, k)?))
         }
     };
-    let relevant: Option<Vec<bool>> = reference.as_ref().map(|(_, sets)| {
-        let mut relevant = vec![false; k];
-        for &c in sets.iter().flatten() {
-            relevant[c] = true;
-        }
-        relevant
-    });
+    let relevant: Option<Vec<bool>> = reference.as_ref().map(|(_, sets)| relevant_chunks(k, sets));
     let answer: Vec<AnswerClaim> = answer_chunks
         .into_iter()
         .enumerate()
@@ -435,8 +456,7 @@ pub fn diagnose(checks: &ClaimChecks) -> Result<Diagnosis, ClaimChecksError> {
                 (true, None) => AnswerCategory::Unfaithful,
             };
             let noise = match (&relevant, correct) {
-                (Some(rel), Some(false)) if chunks.iter().any(|&c| rel[c]) => Some(Noise::Relevant),
-                (Some(_), Some(false)) if !chunks.is_empty() => Some(Noise::Irrelevant),
+                (Some(rel), Some(correct)) => noise(correct, &chunks, rel),
                 _ => None,
             };
             AnswerClaim {

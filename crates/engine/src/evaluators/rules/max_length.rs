@@ -25,9 +25,9 @@ use oloproof_core::config::EvaluatorEntry;
 use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
+use oloproof_metrics::text::{char_count, word_count};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use unicode_segmentation::UnicodeSegmentation;
 
 use super::{field_text, resolve_field};
 use crate::evaluators::{
@@ -119,8 +119,8 @@ struct MaxLength {
 /// The length of `text` in `unit` (`characters` or `words`; tokens come from the system).
 pub fn text_length(text: &str, unit: LengthUnit) -> Option<u64> {
     match unit {
-        LengthUnit::Characters => Some(text.chars().count() as u64),
-        LengthUnit::Words => Some(text.unicode_words().count() as u64),
+        LengthUnit::Characters => Some(char_count(text)),
+        LengthUnit::Words => Some(word_count(text)),
         LengthUnit::Tokens => None,
     }
 }
