@@ -647,4 +647,34 @@ mod tests {
         let err = read_labels(&path).unwrap_err().to_string();
         assert!(err.contains(":1: field `output`"), "{err}");
     }
+
+    #[test]
+    fn pairwise_preferences_read_as_one_zero_and_a_half() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prefs.jsonl");
+        std::fs::write(
+            &path,
+            [
+                r#"{"question": "q", "answer": "a", "answer_b": "b", "label": "A"}"#,
+                r#"{"question": "q", "answer": "a", "answer_b": "b", "label": "B"}"#,
+                r#"{"question": "q", "answer": "a", "answer_b": "b", "label": "tie"}"#,
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let items = read_labels(&path).unwrap();
+        let labels: Vec<f64> = items.iter().map(|i| i.label).collect();
+        assert_eq!(labels, [1.0, 0.0, 0.5]);
+        assert_eq!(items[0].answer_b.as_deref(), Some("b"));
+        std::fs::write(
+            &path,
+            r#"{"question": "q", "answer": "a", "answer_b": "b", "label": "draw"}"#,
+        )
+        .unwrap();
+        let err = read_labels(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(":1: field `label`") && err.contains("\"A\", \"B\", \"tie\""),
+            "{err}"
+        );
+    }
 }

@@ -275,3 +275,44 @@ impl JudgedMetric for Rubric {
         (1, 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    fn error_of(entry: serde_json::Value) -> String {
+        match crate::evaluators::from_json(&entry) {
+            Ok(_) => panic!("{entry} built"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn g_eval_options_are_checked() {
+        let base = json!({"type": "rubric_judge", "judge": "default"});
+        let with = |k: &str, v: serde_json::Value| {
+            let mut e = base.clone();
+            e[k] = v;
+            e
+        };
+        let e = error_of(with("evaluation_steps", json!(["Read it."])));
+        assert!(
+            e.contains("there is none") && e.contains("evaluation_steps"),
+            "{e}"
+        );
+        let mut steps_blank = with("evaluation_criterion", json!("The answer is polite."));
+        steps_blank["evaluation_steps"] = json!(["  "]);
+        let e = error_of(steps_blank);
+        assert!(e.contains("no evaluation step is written"), "{e}");
+        let e = error_of(with("evaluation_criterion", json!(" ")));
+        assert!(e.contains("the evaluation criterion is empty"), "{e}");
+        let mut both = with("evaluation_criterion", json!("The answer is polite."));
+        both["rubric"] = json!("1 = bad, 5 = good");
+        assert!(error_of(both).contains("not both"));
+        assert!(crate::evaluators::from_json(&with(
+            "evaluation_criterion",
+            json!("The answer is polite.")
+        ))
+        .is_ok());
+    }
+}
