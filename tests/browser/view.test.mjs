@@ -326,7 +326,7 @@ test("the comparison shows the pairwise judgments case by case", async () => {
   assert.equal((await page.goto(`${base}/comparisons/${ids.comparison}`)).status(), 200);
   const section = page.locator("#pairwise");
   assert.equal(await section.isVisible(), true);
-  assert.match(await section.locator("h2").textContent(), /Pairwise preference \(judge longer: browser-judge · pairwise@1 · both orders\) · report only/);
+  assert.match(await section.locator("h2").textContent(), /Pairwise preference \(judge longer: browser-judge · pairwise@2 · both orders\) · report only/);
   const t = summaries.pairwise.tally;
   assert.match(await section.locator("ul li").first().textContent(), new RegExp(`${t.wins} wins · ${t.losses} losses · ${t.ties} ties`));
   const rows = section.locator("table.pairwise-cases tr[data-case]");

@@ -294,7 +294,7 @@ fn a_position_biased_judge_yields_ties_and_no_consistency() {
     let o = compare(&dir, &cand, &base, &other, &["--pairwise", "fair"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("Pairwise preference (judge fair: gpt-4o · pairwise@1 · both orders) · report only, not a decision"), "{out}");
+    assert!(out.contains("Pairwise preference (judge fair: gpt-4o · pairwise@2 · both orders) · report only, not a decision"), "{out}");
     assert!(out.contains("judge fair has no passing pairwise calibration (reported, not decided)"));
     assert!(!out.contains("pairwise-preference"), "{out}");
 }

@@ -633,7 +633,7 @@ pub struct PairwiseUsage {
 pub struct PairwiseComparison {
     /// The judge's name in `judges:`.
     pub judge: String,
-    /// Template id and version (`pairwise@1`).
+    /// Template id and version (`pairwise@2`).
     pub template: String,
     /// Seed of the per-case order draw (the baseline run's recorded `bootstrap.seed`).
     pub order_seed: u64,

@@ -4,7 +4,8 @@
 //! The key is `sha256` of the canonical JSON (sorted keys, no whitespace;
 //! [`oloproof_core::identity::content_hash`]) of everything that determines a judgment:
 //! provider, model, base_url, template id and version, the rendered messages, the schema, the
-//! sampling settings (temperature, seed, max_tokens, structured_output) and the repeat index.
+//! sampling settings (temperature, seed, the `max_tokens` sent, structured_output) and the
+//! repeat index.
 //! The API key is not part of it. Changing the model, the prompt or the template version gives
 //! a new key, so a stale judgment is never reused.
 
@@ -30,7 +31,7 @@ pub fn cache_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
         "schema": request.schema,
         "temperature": settings.temperature,
         "seed": settings.seed,
-        "max_tokens": settings.max_tokens,
+        "max_tokens": settings.max_tokens_for(request),
         "structured_output": settings.structured_output.as_str(),
         "repeat_index": request.repeat_index,
     }))

@@ -318,7 +318,7 @@ impl JudgeClient {
             check(&parsed)?;
             Ok(parsed)
         };
-        let max_tokens = self.settings.max_tokens;
+        let max_tokens = self.settings.max_tokens_for(request);
         let (first, mut attempts) =
             self.chat(request, &request.messages, top_logprobs, max_tokens)?;
         let mut usage = first.usage;
@@ -901,6 +901,12 @@ impl JudgeClient {
                     if attempt >= max_attempts {
                         return Err(error);
                     }
+                    if matches!(error, JudgeError::Timeout { .. })
+                        && !self.settings.retries_timeouts()
+                    {
+                        tracing::debug!(judge = %self.name, attempt, "timed out on a local server: not retried (retry_timeouts)");
+                        return Err(error);
+                    }
                     let wait = match wait {
                         Some(asked) if asked > self.retry_after_cap => {
                             tracing::warn!(
@@ -1139,9 +1145,16 @@ fn error_message(body: &str) -> String {
 
 /// Whether a 400 error message says the strict schema's bounds are not supported.
 fn rejects_schema_bounds(message: &str) -> bool {
-    ["minItems", "maxItems", "minimum", "maximum"]
-        .iter()
-        .any(|k| message.contains(k))
+    [
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+    ]
+    .iter()
+    .any(|k| message.contains(k))
 }
 
 /// Removes the key, and anything shaped like an OpenAI or Anthropic key, from a message.

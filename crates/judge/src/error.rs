@@ -57,7 +57,7 @@ pub enum JudgeError {
     },
     /// No response within `timeout_s`, on every attempt.
     #[error(
-        "judge `{judge}`: no response from {url} within {timeout_s}s after {attempts} attempt(s)"
+        "judge `{judge}`: no response from {url} within {timeout_s}s after {attempts} attempt(s); raise `timeout_s` in the judge's settings (a model server on this machine may rather need a lower `max_tokens`, or as many `max_concurrency` as it has parallel slots)"
     )]
     Timeout {
         /// The judge's name.

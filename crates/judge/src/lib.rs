@@ -57,6 +57,7 @@ mod error;
 mod limiter;
 mod local;
 pub mod mock;
+pub mod model_server;
 pub mod ragas;
 pub mod ragchecker;
 mod request;
@@ -73,7 +74,9 @@ pub use client::{
 pub use error::{JudgeError, ReplyError, SettingsError, WeightedScoreError};
 pub use local::{TextClassification, LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
-pub use settings::{JudgeSettings, LocalKind, Prices, Provider, StructuredOutput};
+pub use settings::{
+    JudgeSettings, LocalKind, Prices, Provider, StructuredOutput, DEFAULT_MAX_TOKENS,
+};
 pub use tokens::{
     estimate_request_tokens, estimate_tokens, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD,
 };

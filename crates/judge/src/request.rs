@@ -62,6 +62,12 @@ pub struct JudgeRequest {
     pub schema: Value,
     /// Which self-consistency repeat this is (0 for a single call).
     pub repeat_index: u32,
+    /// The template's reply budget: the `max_tokens` sent when the judge's settings set none,
+    /// sized to what a complete reply of this request needs (a single verdict, or so many
+    /// tokens per listed item; see [`templates`](crate::templates)). 0 in a request written
+    /// without one: the client then sends [`DEFAULT_MAX_TOKENS`](crate::DEFAULT_MAX_TOKENS).
+    #[serde(default)]
+    pub reply_tokens: u32,
 }
 
 /// Tokens billed for a call (summed over the repair attempt when there is one).

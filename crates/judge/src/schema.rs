@@ -2,7 +2,9 @@
 //!
 //! Supported keywords: `type` (a name or a list of names; `integer` accepts numbers with no
 //! fractional part), `enum`, `properties`, `required`, `additionalProperties: false`, `items`,
-//! `minItems`, `maxItems`, `minimum`, `maximum`. Other keywords are ignored. Errors name the
+//! `minItems`, `maxItems`, `minimum`, `maximum`. Other keywords are ignored — `maxLength` too:
+//! the templates use it to bound what a grammar-enforcing server generates, not to reject a
+//! long reason from a provider that does not enforce it. Errors name the
 //! failing location as a path (`$.verdicts[2].verdict`), and that message is what the repair
 //! attempt shows the judge.
 
@@ -143,7 +145,8 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The schema without its bounds (`minItems`, `maxItems`, `minimum`, `maximum`), for a
+/// The schema without its bounds (`minItems`, `maxItems`, `minimum`, `maximum`, and the
+/// generation bounds `minLength`, `maxLength`), for a
 /// provider whose strict structured outputs refuse them. Requests send the bounds by default
 /// (grammar-enforcing servers such as llama.cpp and vLLM honour them: without `maxItems` a
 /// two-claim verdict list can run on for dozens of entries); the client falls back to this
@@ -153,7 +156,10 @@ pub fn without_bounds(schema: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(k, _)| {
-                    !matches!(k.as_str(), "minItems" | "maxItems" | "minimum" | "maximum")
+                    !matches!(
+                        k.as_str(),
+                        "minItems" | "maxItems" | "minimum" | "maximum" | "minLength" | "maxLength"
+                    )
                 })
                 .map(|(k, v)| (k.clone(), without_bounds(v)))
                 .collect(),
@@ -304,5 +310,15 @@ mod tests {
         );
         assert_eq!(parse_reply("Sure: {\"a\": 1}").unwrap(), json!({"a": 1}));
         assert!(parse_reply("{\"a\": ").is_err());
+    }
+
+    #[test]
+    fn max_length_bounds_generation_only() {
+        let s = json!({"type": "object", "properties": {
+            "reason": {"type": "string", "maxLength": 5}}});
+        // Not checked on replies: a provider that ignores the bound is not failed for it.
+        assert!(validate(&s, &json!({"reason": "longer than five"})).is_ok());
+        // Stripped with the other bounds for a provider that refuses them.
+        assert!(!without_bounds(&s).to_string().contains("maxLength"));
     }
 }

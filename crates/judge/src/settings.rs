@@ -157,9 +157,13 @@ pub struct JudgeSettings {
     /// added to it so self-consistency repeats are distinct draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// Most output tokens (Ragas' default of 1024 truncates long JSON).
-    #[serde(default = "default_max_tokens")]
-    pub max_tokens: u32,
+    /// Most output tokens per call. Unset (the default), each call is sent its template's
+    /// reply budget ([`JudgeRequest::reply_tokens`](crate::JudgeRequest::reply_tokens): 256
+    /// for a single verdict, 64 + 128 per item for a verdict list, so many per claim for a
+    /// text restated as claims), so a judge that rambles — a small local model — stops early instead of running
+    /// to a flat limit. A reply cut off at the limit is asked again once with twice the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     /// How JSON output is requested.
     #[serde(default)]
     pub structured_output: StructuredOutput,
@@ -169,6 +173,12 @@ pub struct JudgeSettings {
     /// Per-request timeout in seconds.
     #[serde(default = "default_timeout_s")]
     pub timeout_s: f64,
+    /// Whether a request that timed out is retried (within `max_retries`). Unset: retried,
+    /// except on a server on this machine (a loopback `base_url`: `localhost`, `127.0.0.0/8`,
+    /// `[::1]`), where the same request to the same model would only take as long again; 429,
+    /// 5xx and connection errors (a server restarting) are retried either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_timeouts: Option<bool>,
     /// Prices for cost accounting; without them `cost_usd` is `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
@@ -198,13 +208,13 @@ pub struct JudgeSettings {
     pub entailment_label: Option<String>,
 }
 
+/// The `max_tokens` of a request that has no reply budget and a judge that sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+
 const LOCAL_ONLY: &str = "is only for `provider: local`";
 
 fn default_max_concurrency() -> usize {
     8
-}
-fn default_max_tokens() -> u32 {
-    2048
 }
 fn default_max_retries() -> u32 {
     4
@@ -225,10 +235,11 @@ impl JudgeSettings {
             max_concurrency: default_max_concurrency(),
             temperature: 0.0,
             seed: None,
-            max_tokens: default_max_tokens(),
+            max_tokens: None,
             structured_output: StructuredOutput::default(),
             max_retries: default_max_retries(),
             timeout_s: default_timeout_s(),
+            retry_timeouts: None,
             prices: None,
             kind: None,
             path: None,
@@ -353,7 +364,7 @@ impl JudgeSettings {
                 "`max_concurrency` must be at least 1".into(),
             ));
         }
-        if self.max_tokens == 0 {
+        if self.max_tokens == Some(0) {
             return Err(SettingsError::Invalid(
                 "`max_tokens` must be at least 1".into(),
             ));
@@ -421,7 +432,7 @@ impl JudgeSettings {
                 "`batch_size` must be at least 1".into(),
             ));
         }
-        if self.max_tokens == 0 {
+        if self.max_tokens == Some(0) {
             return Err(SettingsError::Invalid(
                 "`max_tokens` must be at least 1".into(),
             ));
@@ -434,6 +445,45 @@ impl JudgeSettings {
             ));
         }
         Ok(())
+    }
+
+    /// The `max_tokens` sent with `request`: the configured limit, else the template's reply
+    /// budget, else [`DEFAULT_MAX_TOKENS`].
+    pub fn max_tokens_for(&self, request: &crate::JudgeRequest) -> u32 {
+        match (self.max_tokens, request.reply_tokens) {
+            (Some(limit), _) => limit,
+            (None, 0) => DEFAULT_MAX_TOKENS,
+            (None, budget) => budget,
+        }
+    }
+
+    /// Whether `base_url` names this machine: host `localhost`, an address in `127.0.0.0/8`,
+    /// or `[::1]`.
+    pub fn is_loopback(&self) -> bool {
+        let rest = self
+            .base()
+            .split_once("://")
+            .map_or(self.base(), |(_, rest)| rest);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let authority = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let host = if let Some(v6) = authority.strip_prefix('[') {
+            v6.split(']').next().unwrap_or("")
+        } else {
+            authority.split(':').next().unwrap_or("")
+        };
+        if host.eq_ignore_ascii_case("localhost") {
+            return true;
+        }
+        host.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// Whether a timed-out request is retried: `retry_timeouts`, else not on a loopback
+    /// server ([`is_loopback`](Self::is_loopback)), else yes.
+    pub fn retries_timeouts(&self) -> bool {
+        self.retry_timeouts.unwrap_or(!self.is_loopback())
     }
 
     /// The base URL without a trailing slash.
@@ -453,7 +503,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.max_concurrency, 8);
-        assert_eq!(s.max_tokens, 2048);
+        assert_eq!(s.max_tokens, None);
         assert_eq!(s.max_retries, 4);
         assert_eq!(s.temperature, 0.0);
         assert_eq!(s.timeout_s, 60.0);
@@ -536,6 +586,47 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("OLOPROOF_SURELY_UNSET_VAR"));
+    }
+
+    #[test]
+    fn loopback_servers_do_not_retry_timeouts_by_default() {
+        for (url, loopback) in [
+            ("http://127.0.0.1:8080/v1", true),
+            ("http://localhost/v1", true),
+            ("http://LOCALHOST:1234", true),
+            ("http://127.3.2.1:9/v1", true),
+            ("http://[::1]:8080/v1", true),
+            ("http://user:pw@127.0.0.1:8080/v1", true),
+            ("https://api.openai.com/v1", false),
+            ("http://10.0.0.5:8000/v1", false),
+            ("http://[2001:db8::1]:8080/v1", false),
+            ("http://localhost.example.com/v1", false),
+        ] {
+            let s = JudgeSettings::new(Provider::Openai, url, "m", None);
+            assert_eq!(s.is_loopback(), loopback, "{url}");
+            assert_eq!(s.retries_timeouts(), !loopback, "{url}");
+        }
+        let mut s = JudgeSettings::new(Provider::Openai, "http://127.0.0.1:8080/v1", "m", None);
+        s.retry_timeouts = Some(true);
+        assert!(s.retries_timeouts());
+        let mut s = JudgeSettings::new(Provider::Openai, "https://api.openai.com/v1", "m", None);
+        s.retry_timeouts = Some(false);
+        assert!(!s.retries_timeouts());
+    }
+
+    #[test]
+    fn max_tokens_defaults_to_the_templates_budget() {
+        let mut s = JudgeSettings::new(Provider::Openai, "http://x/v1", "m", None);
+        let verdict = crate::templates::groundedness("Q?", &["c".into()], "A.", 0);
+        assert_eq!(s.max_tokens_for(&verdict), 256);
+        let claims: Vec<String> = (0..10).map(|i| format!("claim {i}")).collect();
+        let list = crate::templates::claim_verification(&["c".into()], &claims, 0);
+        assert_eq!(s.max_tokens_for(&list), 64 + 128 * 10);
+        let mut bare = verdict.clone();
+        bare.reply_tokens = 0;
+        assert_eq!(s.max_tokens_for(&bare), DEFAULT_MAX_TOKENS);
+        s.max_tokens = Some(100);
+        assert_eq!(s.max_tokens_for(&list), 100, "a configured limit wins");
     }
 
     #[test]

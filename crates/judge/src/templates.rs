@@ -27,55 +27,55 @@ pub struct Template {
 /// Binary groundedness: `{"reason", "grounded": 0|1, "failure_mode"?}`.
 pub const GROUNDEDNESS: Template = Template {
     id: "groundedness",
-    version: 2,
+    version: 3,
     description: "is every factual claim of the answer supported by the context (0/1)",
 };
 /// Rubric score: `{"reason", "score": 1..5}`.
 pub const RUBRIC: Template = Template {
     id: "rubric",
-    version: 1,
+    version: 2,
     description: "score the answer 1-5 against a written rubric",
 };
 /// Pairwise preference: `{"reason", "winner": "A"|"B"|"tie"}`.
 pub const PAIRWISE: Template = Template {
     id: "pairwise",
-    version: 1,
+    version: 2,
     description: "which of two answers is better",
 };
 /// Citation support: per cited statement, `{"id", "reason", "supported": 0|1}`.
 pub const CITATION_SUPPORT: Template = Template {
     id: "citation_support",
-    version: 1,
+    version: 2,
     description: "does each cited source support its statement",
 };
 /// Claim extraction: `{"claims": [string]}`.
 pub const CLAIM_EXTRACTION: Template = Template {
     id: "claim_extraction",
-    version: 1,
+    version: 2,
     description: "break an answer into atomic, self-contained claims",
 };
 /// Claim verification (NLI): per claim, `{"id", "reason", "verdict": 0|1, "failure_mode"?}`.
 pub const CLAIM_VERIFICATION: Template = Template {
     id: "claim_verification",
-    version: 2,
+    version: 3,
     description: "can each claim be inferred from the context",
 };
 /// Question generation for answer relevancy: `{"questions": [{"question", "noncommittal"}]}`.
 pub const QUESTION_GENERATION: Template = Template {
     id: "question_generation",
-    version: 1,
+    version: 2,
     description: "questions the answer would answer, and whether it is noncommittal",
 };
 /// Context precision: per retrieved chunk, `{"id", "reason", "useful": 0|1}`.
 pub const CONTEXT_PRECISION: Template = Template {
     id: "context_precision",
-    version: 1,
+    version: 2,
     description: "was each retrieved chunk useful to arrive at the answer",
 };
 /// Context recall: `{"statements": [{"statement", "reason", "attributed": 0|1}]}`.
 pub const CONTEXT_RECALL: Template = Template {
     id: "context_recall",
-    version: 1,
+    version: 2,
     description: "can each statement of the reference be attributed to the context",
 };
 
@@ -83,7 +83,7 @@ pub const CONTEXT_RECALL: Template = Template {
 /// the retrieved chunks from which the claim can be inferred.
 pub const CLAIM_ATTRIBUTION: Template = Template {
     id: "claim_attribution",
-    version: 1,
+    version: 2,
     description: "which retrieved chunks support each claim",
 };
 
@@ -91,7 +91,7 @@ pub const CLAIM_ATTRIBUTION: Template = Template {
 /// `{"steps": [string]}`.
 pub const EVALUATION_STEPS: Template = Template {
     id: "evaluation_steps",
-    version: 1,
+    version: 2,
     description: "write the evaluation steps for a criterion (G-Eval auto chain-of-thought)",
 };
 
@@ -99,7 +99,7 @@ pub const EVALUATION_STEPS: Template = Template {
 /// `{"question", "answer", "evidence": [{"passage", "quote"}]}`.
 pub const QUESTION_SYNTHESIS: Template = Template {
     id: "question_synthesis",
-    version: 1,
+    version: 2,
     description: "write one test question, its reference answer and verbatim evidence",
 };
 
@@ -151,12 +151,27 @@ pub const DEFAULT_RUBRIC: &str = "1 = irrelevant or off-topic\n\
 4 = correct and complete, lacks polish\n\
 5 = correct, complete, well-structured";
 
+/// The reply budget of a template whose reply is one verdict with a short reason (about
+/// four times what such a reply takes).
+pub const SINGLE_VERDICT_TOKENS: u32 = 256;
+/// The smallest reply budget of any template.
+pub const MIN_REPLY_TOKENS: u32 = 256;
+/// Tokens allowed per item of a verdict list (`id`, a short reason, the verdict, an optional
+/// failure mode).
+pub const PER_ITEM_TOKENS: u32 = 128;
+
+/// The reply budget of a list of `n` verdicts: `64 + 128·n`, at least [`MIN_REPLY_TOKENS`].
+pub fn per_item_tokens(n: usize) -> u32 {
+    list_tokens(n, PER_ITEM_TOKENS)
+}
+
 fn request(
     t: Template,
     system: String,
     user: String,
     schema: Value,
     repeat_index: u32,
+    reply_tokens: u32,
 ) -> JudgeRequest {
     JudgeRequest {
         template_id: t.id.into(),
@@ -164,6 +179,7 @@ fn request(
         messages: vec![Message::system(system), Message::user(user)],
         schema,
         repeat_index,
+        reply_tokens,
     }
 }
 
@@ -190,8 +206,37 @@ fn flag() -> Value {
     json!({"type": "integer", "enum": [0, 1]})
 }
 
+/// Most characters of a `reason` (a generation bound, see [`text`]).
+pub const REASON_CHARS: usize = 400;
+/// Most characters of one listed claim, statement, question or step.
+pub const ITEM_CHARS: usize = 240;
+
 fn reason() -> Value {
-    json!({"type": "string"})
+    text(REASON_CHARS)
+}
+
+/// A string of at most `max` characters. `maxLength` bounds generation on a server that
+/// enforces the schema by a grammar (llama.cpp, vLLM): a small model that would repeat itself
+/// inside a string until `max_tokens` is made to close it. It is not checked on replies
+/// ([`crate::schema::validate`] ignores it), and it is removed with the other bounds for a
+/// provider that refuses them.
+fn text(max: usize) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
+/// Most items of a list restating `source` (claims of an answer, statements of a reference):
+/// `4 + chars/25`, a claim per 25 characters and then some.
+pub fn restated_items(source: &str) -> usize {
+    4 + source.chars().count() / 25
+}
+
+/// The reply budget of a list of at most `n` restated items, each with `per_item` tokens.
+fn list_tokens(n: usize, per_item: u32) -> u32 {
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    per_item
+        .saturating_mul(n)
+        .saturating_add(64)
+        .max(MIN_REPLY_TOKENS)
 }
 
 /// An array of `n` verdict objects with an integer `id` and the given fields.
@@ -335,6 +380,7 @@ grounded. An answer that makes no factual claim (for example a refusal) is groun
             &[("failure_mode", failure_mode())],
         ),
         repeat_index,
+        SINGLE_VERDICT_TOKENS,
     )
 }
 
@@ -353,7 +399,14 @@ pub fn rubric(
     let user = format!("Question: {question}\n\nAnswer: {answer}");
     let schema =
         object(json!({"reason": reason(), "score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}}));
-    request(RUBRIC, system, user, schema, repeat_index)
+    request(
+        RUBRIC,
+        system,
+        user,
+        schema,
+        repeat_index,
+        SINGLE_VERDICT_TOKENS,
+    )
 }
 
 /// [`rubric`] with the retrieved context shown to the judge (the `rubric_judge` evaluator):
@@ -391,11 +444,10 @@ the criterion at all) to 5 (fully meets it): what to read, what to check, what l
 between 3 and {MAX_EVALUATION_STEPS} short imperative steps. Return one JSON object {{\"steps\": [string]}}."
     );
     let user = format!("Evaluation criterion: {}", criterion.trim());
-    let schema = object(
-        json!({"steps": {"type": "array", "items": {"type": "string"},
-        "minItems": 1, "maxItems": MAX_EVALUATION_STEPS}}),
-    );
-    request(EVALUATION_STEPS, system, user, schema, 0)
+    let schema = object(json!({"steps": {"type": "array", "items": text(ITEM_CHARS),
+        "minItems": 1, "maxItems": MAX_EVALUATION_STEPS}}));
+    let budget = list_tokens(MAX_EVALUATION_STEPS, 80);
+    request(EVALUATION_STEPS, system, user, schema, 0, budget)
 }
 
 /// The rubric text of a G-Eval score: the criterion, then its numbered evaluation steps (the
@@ -424,7 +476,14 @@ their quality."
     let schema = object(
         json!({"reason": reason(), "winner": {"type": "string", "enum": ["A", "B", "tie"]}}),
     );
-    request(PAIRWISE, system, user, schema, repeat_index)
+    request(
+        PAIRWISE,
+        system,
+        user,
+        schema,
+        repeat_index,
+        SINGLE_VERDICT_TOKENS,
+    )
 }
 
 /// A statement of the answer with the text of the sources it cites.
@@ -463,7 +522,14 @@ Return one JSON object {\"verdicts\": [{\"id\": the statement number, \"reason\"
         .join("\n\n---\n\n");
     let user = format!("Question: {question}\n\n{body}");
     let schema = object(json!({"verdicts": verdicts(items.len(), "supported")}));
-    request(CITATION_SUPPORT, system, user, schema, repeat_index)
+    request(
+        CITATION_SUPPORT,
+        system,
+        user,
+        schema,
+        repeat_index,
+        per_item_tokens(items.len()),
+    )
 }
 
 /// Breaks `answer` into atomic claims: `{"claims": [string]}` (empty for an answer that
@@ -475,8 +541,17 @@ not say. A refusal, a statement of not knowing, or a question back contains no c
 object {\"claims\": [string, ...]}."
         .to_string();
     let user = format!("Question: {question}\n\nAnswer: {answer}");
-    let schema = object(json!({"claims": {"type": "array", "items": {"type": "string"}}}));
-    request(CLAIM_EXTRACTION, system, user, schema, repeat_index)
+    let most = restated_items(answer);
+    let schema =
+        object(json!({"claims": {"type": "array", "items": text(ITEM_CHARS), "maxItems": most}}));
+    request(
+        CLAIM_EXTRACTION,
+        system,
+        user,
+        schema,
+        repeat_index,
+        list_tokens(most, 64),
+    )
 }
 
 /// NLI-style verification of `claims` against `context`: `{"verdicts": [{"id", "reason",
@@ -501,7 +576,14 @@ sentence, \"verdict\": 0 or 1, \"failure_mode\": see below}}]}} with exactly one
         "verdict",
         &[("failure_mode", failure_mode())]
     )}));
-    request(CLAIM_VERIFICATION, system, user, schema, repeat_index)
+    request(
+        CLAIM_VERIFICATION,
+        system,
+        user,
+        schema,
+        repeat_index,
+        per_item_tokens(claims.len()),
+    )
 }
 
 /// `strictness` questions that `answer` would answer, each flagged noncommittal (evasive,
@@ -523,11 +605,19 @@ or \"I'm not sure\"), else 0. Return one JSON object {{\"questions\": [{{\"quest
     } else {
         format!("Context:\n{}\n\nAnswer: {answer}", numbered(context))
     };
-    let item = object(json!({"question": {"type": "string"}, "noncommittal": flag()}));
+    let item = object(json!({"question": text(ITEM_CHARS), "noncommittal": flag()}));
     let schema = object(
         json!({"questions": {"type": "array", "items": item, "minItems": strictness, "maxItems": strictness}}),
     );
-    request(QUESTION_GENERATION, system, user, schema, repeat_index)
+    let budget = list_tokens(strictness, 80);
+    request(
+        QUESTION_GENERATION,
+        system,
+        user,
+        schema,
+        repeat_index,
+        budget,
+    )
 }
 
 /// Was each retrieved chunk useful to arrive at `target` (the reference answer when
@@ -556,7 +646,14 @@ short sentence, \"useful\": 0 or 1}}]}} with exactly one verdict per chunk, in o
         numbered(chunks)
     );
     let schema = object(json!({"verdicts": verdicts(chunks.len(), "useful")}));
-    request(CONTEXT_PRECISION, system, user, schema, repeat_index)
+    request(
+        CONTEXT_PRECISION,
+        system,
+        user,
+        schema,
+        repeat_index,
+        per_item_tokens(chunks.len()),
+    )
 }
 
 /// Split `reference` into statements and attribute each to `context` or not:
@@ -577,9 +674,17 @@ JSON object {\"statements\": [{\"statement\": string, \"reason\": one short sent
         numbered(context)
     );
     let item =
-        object(json!({"statement": {"type": "string"}, "reason": reason(), "attributed": flag()}));
-    let schema = object(json!({"statements": {"type": "array", "items": item}}));
-    request(CONTEXT_RECALL, system, user, schema, repeat_index)
+        object(json!({"statement": text(ITEM_CHARS), "reason": reason(), "attributed": flag()}));
+    let most = restated_items(reference);
+    let schema = object(json!({"statements": {"type": "array", "items": item, "maxItems": most}}));
+    request(
+        CONTEXT_RECALL,
+        system,
+        user,
+        schema,
+        repeat_index,
+        list_tokens(most, 160),
+    )
 }
 
 /// For each numbered claim, the numbered chunks from which it can be inferred:
@@ -600,11 +705,18 @@ Return one JSON object {\"verdicts\": [{\"id\": the claim number, \"reason\": on
     let item = object(json!({
         "id": {"type": "integer"},
         "reason": reason(),
-        "chunks": {"type": "array", "items": {"type": "integer"}},
+        "chunks": {"type": "array", "items": {"type": "integer"}, "maxItems": chunks.len()},
     }));
     let schema =
         object(json!({"verdicts": {"type": "array", "items": item, "minItems": n, "maxItems": n}}));
-    request(CLAIM_ATTRIBUTION, system, user, schema, repeat_index)
+    request(
+        CLAIM_ATTRIBUTION,
+        system,
+        user,
+        schema,
+        repeat_index,
+        per_item_tokens(n),
+    )
 }
 
 /// [`check_ids`] for [`claim_attribution`], plus every chunk number within `1..=chunks`.
@@ -676,20 +788,76 @@ JSON object {\"question\": string, \"answer\": string, \"evidence\": [{\"passage
     let user = format!("Style: {style}\n\nPassages:\n{}", numbered(passages));
     let evidence = json!({"type": "array", "items": object(json!({
         "passage": {"type": "integer"},
-        "quote": {"type": "string"},
-    }))});
+        "quote": text(800),
+    })), "maxItems": 5});
     let schema = object(json!({
-        "question": {"type": "string"},
-        "answer": {"type": "string"},
+        "question": text(500),
+        "answer": text(1500),
         "evidence": evidence,
     }));
-    request(QUESTION_SYNTHESIS, system, user, schema, repeat_index)
+    request(QUESTION_SYNTHESIS, system, user, schema, repeat_index, 1536)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::validate;
+
+    /// Every string a template asks for has a `maxLength`, and every list without a fixed
+    /// length a `maxItems`: a grammar-enforcing server cannot let a model run on.
+    fn assert_bounded(schema: &Value, path: &str) {
+        match schema["type"].as_str() {
+            Some("string") if schema.get("enum").is_none() => {
+                assert!(schema["maxLength"].as_u64().is_some(), "{path}: {schema}")
+            }
+            Some("array") => {
+                assert!(schema["maxItems"].as_u64().is_some(), "{path}: {schema}");
+                assert_bounded(&schema["items"], &format!("{path}[]"));
+            }
+            _ => {}
+        }
+        if let Some(props) = schema["properties"].as_object() {
+            for (k, v) in props {
+                assert_bounded(v, &format!("{path}.{k}"));
+            }
+        }
+    }
+
+    #[test]
+    fn every_reply_is_bounded_and_budgeted() {
+        let ctx = vec!["The tower is in Paris.".to_string()];
+        let claims = vec!["a".to_string(), "b".to_string()];
+        let answer = "The Eiffel Tower is in Paris. It was completed in 1889.";
+        let cited = vec![CitedStatement {
+            statement: "s".into(),
+            sources: ctx.clone(),
+        }];
+        let requests = [
+            groundedness("Q?", &ctx, answer, 0),
+            rubric("Q?", answer, None, 0),
+            pairwise("Q?", "a", "b", 0),
+            citation_support("Q?", &cited, 0),
+            claim_extraction("Q?", answer, 0),
+            claim_verification(&ctx, &claims, 0),
+            question_generation(answer, &ctx, 3, 0),
+            context_precision("Q?", answer, true, &ctx, 0),
+            context_recall("Q?", &ctx, answer, 0),
+            claim_attribution(&ctx, &claims, 0),
+            evaluation_steps("The answer is polite."),
+            question_synthesis("single-hop", &ctx, 0),
+        ];
+        assert_eq!(requests.len(), ALL.len());
+        for r in &requests {
+            assert_bounded(&r.schema, &r.template_id);
+            assert!(r.reply_tokens >= MIN_REPLY_TOKENS, "{}", r.template_id);
+        }
+        // 56 characters hold at most 4 + 56/25 = 6 claims, each with 64 tokens of budget.
+        let extraction = &requests[4];
+        assert_eq!(extraction.schema["properties"]["claims"]["maxItems"], 6);
+        assert_eq!(extraction.reply_tokens, 64 + 64 * 6);
+        assert_eq!(requests[5].reply_tokens, 64 + 128 * 2);
+        assert_eq!(requests[0].reply_tokens, SINGLE_VERDICT_TOKENS);
+    }
 
     #[test]
     fn ids_are_checked() {

@@ -31,6 +31,8 @@ fn settings(server: &MockServer, provider: Provider) -> JudgeSettings {
     };
     let mut s = JudgeSettings::new(provider, &server.base_url(), "judge-model", Some(env));
     s.timeout_s = 5.0;
+    // The mock, on loopback, stands in for a remote provider, whose timeouts are retried.
+    s.retry_timeouts = Some(true);
     s
 }
 
@@ -78,7 +80,10 @@ fn openai_request_uses_json_schema_and_reports_usage_and_cost() {
     let b = &sent.body;
     assert_eq!(b["model"], "judge-model");
     assert_eq!(b["temperature"], 0.0);
-    assert_eq!(b["max_tokens"], 2048);
+    assert_eq!(
+        b["max_tokens"], 256,
+        "the groundedness template's reply budget"
+    );
     assert_eq!(b["seed"], 44, "seed + repeat index");
     assert_eq!(b["response_format"]["type"], "json_schema");
     assert_eq!(b["response_format"]["json_schema"]["name"], "groundedness");
@@ -355,7 +360,7 @@ fn truncated_json_says_it_was_cut_at_max_tokens() {
         .complete(&grounded_request())
         .unwrap_err();
     assert!(
-        err.to_string().contains("cut off at max_tokens (2048)"),
+        err.to_string().contains("cut off at max_tokens (256)"),
         "{err}"
     );
 }

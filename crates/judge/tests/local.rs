@@ -106,7 +106,7 @@ fn gguf_chat_model_judges_or_fails_cleanly() {
         return;
     };
     let mut settings = JudgeSettings::local(LocalKind::Generate, path.to_str().unwrap());
-    settings.max_tokens = 48;
+    settings.max_tokens = Some(48);
     let judge = JudgeClient::new("smol", settings).unwrap();
     assert_eq!(judge.model_identity().unwrap().len(), 64);
     let request = templates::groundedness(

@@ -261,7 +261,7 @@ pub fn comparison_report(c: &Comparison) -> String {
     out
 }
 
-/// `Pairwise preference (judge pj: gpt-4o · pairwise@1 · both orders) · report only`.
+/// `Pairwise preference (judge pj: gpt-4o · pairwise@2 · both orders) · report only`.
 pub fn pairwise_heading(p: &PairwiseComparison) -> String {
     format!(
         "Pairwise preference (judge {}: {} · {} · both orders){}",
