@@ -72,11 +72,11 @@ class OloproofSession:
     def __init__(self):
         self._runs: Dict[Tuple, Any] = {}
 
-    def run(self, project: str, sets: Dict[str, str], **overrides: Any) -> "api.Run":
+    def run(self, project: str, sets: Dict[str, Any], **overrides: Any) -> "api.Run":
         """The session's run of ``project`` with these overrides (run on first use)."""
         key = (
             os.path.abspath(project),
-            tuple(sorted(sets.items())),
+            tuple(sorted((k, repr(v)) for k, v in sets.items())),
             tuple(sorted((k, repr(v)) for k, v in overrides.items())),
         )
         if key not in self._runs:
@@ -137,6 +137,7 @@ def oloproof_run(request, oloproof_session) -> "api.Run":
     """The :class:`oloproof.Run` of the configured project, run once per session."""
     project, overrides = _project(request)
     sets = _parse_sets(request.config.getoption("oloproof_set"))
+    sets.update(overrides.pop("set", None) or {})  # the marker's set= wins over the option
     return oloproof_session.run(project, sets, **overrides)
 
 
