@@ -26,6 +26,7 @@ from typing import List
 from llama_index.core import Document, PromptTemplate, Settings, VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.llms import MockLLM
+from llama_index.core.node_parser import SentenceSplitter
 
 from oloproof.integrations.llama_index import from_query_engine
 
@@ -66,9 +67,12 @@ Settings.llm = MockLLM()
 with open(HERE / "docs.jsonl", encoding="utf-8") as f:
     rows = [json.loads(line) for line in f if line.strip()]
 # `id_` becomes every node's `ref_doc_id`, which the adapter reads as the passage's document id
-# (the ids the cases' `relevant` lists name).
+# (the ids the cases' `relevant` lists name). Nodes get stable ids (`kb-01#0`, …) instead of
+# random UUIDs: the vector store breaks ties between equal scores by node id, so random ids would
+# make the order of tied candidates change from one process to the next.
 documents = [Document(id_=r["doc_id"], text=r["text"], metadata={"title": r["title"]}) for r in rows]
-index = VectorStoreIndex.from_documents(documents)
+splitter = SentenceSplitter(id_func=lambda i, doc: "%s#%d" % (doc.doc_id, i))
+index = VectorStoreIndex.from_documents(documents, transformations=[splitter])
 query_engine = index.as_query_engine(
     response_mode="compact",
     text_qa_template=PromptTemplate("{context_str}"),

@@ -51,6 +51,7 @@ __all__ = [
     "Threshold",
     "Comparison",
     "Decision",
+    "Diagnosis",
     "ENV_BIN",
     "RAG_KEYS",
 ]
@@ -628,6 +629,26 @@ class Run:
         """This run as the candidate against ``baseline``: see :func:`oloproof.compare`."""
         return compare(self, baseline, policy)
 
+    def diagnose(
+        self,
+        criterion: str,
+        intervention: str = "gold-context",
+        *,
+        top_k: Optional[int] = None,
+        token_budget: Optional[int] = None,
+        reranker: Optional[str] = None,
+    ) -> "Diagnosis":
+        """Re-executes this run's failed cases on ``criterion`` under ``intervention``
+        (``gold-context``, ``top-k`` with ``top_k=``, ``token-budget`` with ``token_budget=``,
+        ``reranker`` with ``reranker="module:function"`` or ``"judge:NAME"``):
+        ``oloproof diagnose RUN … --json``."""
+        args = ["diagnose", self.id, "--intervention", intervention, "--criterion", criterion]
+        for flag, value in (("--top-k", top_k), ("--token-budget", token_budget), ("--reranker", reranker)):
+            if value is not None:
+                args += [flag, str(value)]
+        _, record, _ = _call(args + self._project.args() + ["--json"], self._binary)
+        return Diagnosis(record)
+
     def to_pandas(self):
         """One row per case: ``case_id``, ``error``, then one column per criterion holding
         the verdict's value (1.0/0.0 for pass/fail, the score for scores, NaN for missing or
@@ -765,6 +786,32 @@ class GateResult:
             os.path.basename(self.policy),
             ": " + failed if failed else "",
             cases,
+        )
+
+
+class Diagnosis:
+    """A diagnosis record (``oloproof diagnose --json``): ``id``, ``labels`` (case id → label
+    such as ``RETRIEVAL_MISS``, ``RANKED_OUT``, ``CONTEXT_DISTRACTION``), ``selected`` (the
+    failed cases diagnosed), ``child_runs`` (role → run id); ``record`` is the binary's object."""
+
+    def __init__(self, record: Mapping[str, Any]):
+        self.record: Dict[str, Any] = dict(record)
+        content = record.get("content") or {}
+        self.id: str = record.get("id")
+        self.criterion: Optional[str] = content.get("criterion")
+        self.selected: List[str] = list(content.get("selected") or [])
+        self.labels: Dict[str, str] = {
+            c["case_id"]: c.get("label") for c in content.get("cases") or []
+        }
+        self.child_runs: Dict[str, str] = {
+            c.get("role"): c.get("run_id") for c in record.get("child_runs") or []
+        }
+
+    def __repr__(self) -> str:
+        return "<Diagnosis %s of %s: %s>" % (
+            self.id,
+            self.criterion,
+            ", ".join("%s %s" % kv for kv in self.labels.items()) or "no case",
         )
 
 
