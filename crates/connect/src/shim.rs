@@ -115,4 +115,17 @@ mod tests {
         embedded.sort();
         assert_eq!(embedded, on_disk);
     }
+
+    /// The package's `__version__` is the workspace's, which is the wheel's (maturin reads
+    /// `Cargo.toml`): one number for the binary and the package installed beside it.
+    #[test]
+    fn the_package_version_is_the_workspaces() {
+        let init = PYTHON_SHIM_FILES
+            .iter()
+            .find(|(name, _)| *name == "oloproof/__init__.py")
+            .map(|(_, body)| *body)
+            .unwrap();
+        let line = format!("__version__ = \"{}\"", env!("CARGO_PKG_VERSION"));
+        assert!(init.lines().any(|l| l == line), "expected `{line}`");
+    }
 }
