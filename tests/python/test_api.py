@@ -228,3 +228,35 @@ def test_workers_of_the_venvs_binary_use_the_venvs_interpreter(tmp_path, venv_on
     prefix, executable = run.cases()[0].answer.split("|")
     assert prefix == sys.prefix
     assert Path(executable).parent == Path(venv_only_path)
+
+
+def test_the_binary_lookup_order(monkeypatch, tmp_path):
+    bundled = oloproof.find_binary()
+    # Not beside the interpreter nor in the scripts folders: $OLOPROOF_BIN, then PATH.
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(sysconfig, "get_path", lambda *args, **kwargs: str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("OLOPROOF_BIN", raising=False)
+    with pytest.raises(oloproof.BinaryNotFound, match=r"\$OLOPROOF_BIN is unset and none is on PATH"):
+        oloproof.find_binary()
+    monkeypatch.setenv("OLOPROOF_BIN", str(tmp_path / "missing"))
+    with pytest.raises(oloproof.BinaryNotFound, match="which is not an executable file"):
+        oloproof.find_binary()
+    monkeypatch.setenv("OLOPROOF_BIN", bundled)
+    assert oloproof.find_binary() == bundled
+    monkeypatch.delenv("OLOPROOF_BIN")
+    monkeypatch.setenv("PATH", os.path.dirname(bundled))
+    assert oloproof.find_binary() == bundled
+    # Beside the interpreter comes first, even over $OLOPROOF_BIN.
+    beside = tmp_path / "oloproof"
+    beside.write_text("#!/bin/sh\n")
+    beside.chmod(0o755)
+    monkeypatch.setenv("OLOPROOF_BIN", bundled)
+    assert oloproof.find_binary() == str(beside)
+
+
+def test_to_pandas_without_pandas_says_what_to_install(project, monkeypatch):
+    run = oloproof.run(project("support_rag"), sample=2)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    with pytest.raises(ImportError, match=r"needs pandas: pip install pandas \(or oloproof\[pandas\]\)"):
+        run.to_pandas()
