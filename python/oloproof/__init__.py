@@ -17,14 +17,46 @@ A system is a class with a retrieval stage and a generation stage, decorated wit
             return len((passage.text or "").split())
 
 Oloproof runs the class in a worker process (``python -m oloproof.worker module:Class``) that
-speaks the NDJSON protocol described in ``docs/protocol.md``. This module is pure Python 3.9+,
-standard library only.
+speaks the NDJSON protocol described in ``docs/protocol.md``.
+
+The package also drives the binary from Python (``oloproof.api``, re-exported here)::
+
+    run = oloproof.run("examples/support_rag")     # oloproof run --json
+    assert run.gate("gate.yaml")                    # oloproof gate --json
+    run["answer_correct"].lower, run.cases(), run.to_pandas()
+
+plus a pytest plugin (``oloproof.pytest_plugin``) and adapters that turn a LangChain or
+LlamaIndex pipeline into a staged system (``oloproof.integrations``). Pure Python 3.9+,
+standard library only (the adapters import their framework when used).
 """
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence
 
-__all__ = ["Passage", "Retrieval", "rag_system", "PROTOCOL_VERSION", "__version__"]
+__all__ = [
+    "Passage",
+    "Retrieval",
+    "rag_system",
+    "PROTOCOL_VERSION",
+    "__version__",
+    # the API over the binary (oloproof.api)
+    "run",
+    "load_run",
+    "gate",
+    "compare",
+    "find_binary",
+    "Run",
+    "Criterion",
+    "Case",
+    "Verdict",
+    "GateResult",
+    "Comparison",
+    "Diagnosis",
+    "OloproofError",
+    "ConfigError",
+    "RunError",
+    "BinaryNotFound",
+]
 
 __version__ = "0.1.0"
 
@@ -119,3 +151,24 @@ def system_info(cls) -> Dict[str, Any]:
     if info is None:
         return {"name": getattr(cls, "__name__", str(cls)), "version": None, "defaults": {}}
     return {"name": info["name"], "version": info["version"], "defaults": dict(info["defaults"])}
+
+
+# The API over the binary; imported last: it needs nothing above, and nothing above needs it.
+from oloproof.api import (  # noqa: E402
+    BinaryNotFound,
+    Case,
+    Comparison,
+    ConfigError,
+    Criterion,
+    Diagnosis,
+    GateResult,
+    OloproofError,
+    Run,
+    RunError,
+    Verdict,
+    compare,
+    find_binary,
+    gate,
+    load_run,
+    run,
+)

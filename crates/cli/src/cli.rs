@@ -217,6 +217,10 @@ pub(crate) struct InspectArgs {
     pub(crate) dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) location: ConfigLocation,
+    /// JSON on stdout: a run's every case (`{"run_id", "cases": [{"case", "trace", "verdicts"}]}`,
+    /// each as `show --case --json` prints it), or the stored diagnosis or comparison.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -526,10 +526,19 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
     let mut out = std::io::stdout().lock();
     if args.id.starts_with("sha256:") {
         if let Some(d) = store.load_diagnosis(&args.id)? {
-            write!(out, "{}", oloproof_report::diagnose::diagnosis_cases(&d))?;
+            if args.json {
+                writeln!(out, "{}", to_json_text(serde_json::to_value(&d))?)?;
+            } else {
+                write!(out, "{}", oloproof_report::diagnose::diagnosis_cases(&d))?;
+            }
             return Ok(exit_codes::SUCCESS);
         }
-        if let Some(text) = crate::compare_cmd::render_comparison_cases(&store, &args.id)? {
+        if args.json {
+            if let Some(c) = store.load_comparison(&args.id)? {
+                writeln!(out, "{}", to_json_text(serde_json::to_value(&c))?)?;
+                return Ok(exit_codes::SUCCESS);
+            }
+        } else if let Some(text) = crate::compare_cmd::render_comparison_cases(&store, &args.id)? {
             write!(out, "{text}")?;
             return Ok(exit_codes::SUCCESS);
         }
@@ -539,6 +548,27 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
         )));
     }
     let run = store.load_run(&args.id, &EngineEvaluators)?;
+    if args.json {
+        // Verdicts in evaluator order, as `show --case --json` prints them.
+        let order: Vec<&str> = run.criteria.iter().map(|(c, _)| c.as_str()).collect();
+        let cases: Vec<serde_json::Value> = run
+            .cases
+            .iter()
+            .map(|(case, trace, verdicts)| {
+                let mut verdicts = verdicts.clone();
+                verdicts.sort_by_key(|v| {
+                    order
+                        .iter()
+                        .position(|n| *n == v.criterion)
+                        .unwrap_or(usize::MAX)
+                });
+                serde_json::json!({"case": case, "trace": trace, "verdicts": verdicts})
+            })
+            .collect();
+        let value = serde_json::json!({"run_id": run.record.id, "cases": cases});
+        writeln!(out, "{}", to_json_text(Ok(value))?)?;
+        return Ok(exit_codes::SUCCESS);
+    }
     for (case, trace, verdicts) in &run.cases {
         let mut parts = Vec::new();
         for (criterion, _) in &run.criteria {
@@ -566,6 +596,14 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
         writeln!(out, "{}: {}{error}", case.id, parts.join(", "))?;
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// Pretty JSON of a record for `--json` output (a record that cannot be written as JSON, e.g.
+/// holding a non-finite number, is an output error, never an empty line).
+fn to_json_text(value: serde_json::Result<serde_json::Value>) -> Result<String, CliError> {
+    value
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .map_err(|e| CliError::Output(std::io::Error::other(e)))
 }
 
 /// `oloproof run --dry-run`: judge calls and estimated tokens, nothing sent.

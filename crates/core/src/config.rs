@@ -184,7 +184,8 @@ pub struct RagOptions {
     /// Seconds one request may take before the worker is restarted (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
-    /// Python interpreter for `object:` systems (default `python3`, or `$OLOPROOF_PYTHON`).
+    /// Python interpreter for `object:` systems (default `$OLOPROOF_PYTHON`, else the `python3`
+    /// beside the `oloproof` binary when pip installed it in a virtual environment, else `python3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
     /// Extra parameters passed to the system in `hello`; part of the system identity.

@@ -86,7 +86,37 @@ fn resolve_python(name: &str, cwd: &Path) -> String {
     resolved
 }
 
+/// Interpreter names looked for beside the binary, in order.
+#[cfg(not(windows))]
+const PYTHON_NAMES: &[&str] = &["python3", "python"];
+#[cfg(windows)]
+const PYTHON_NAMES: &[&str] = &["python.exe"];
+
+/// The interpreter of the virtual environment this binary was installed into.
+///
+/// `pip install oloproof` puts the `oloproof` executable in the environment's `bin/` (`Scripts\`
+/// on Windows) beside its `python`, so workers started by that binary run the environment's
+/// interpreter and the user's system imports the packages installed there. A binary built from
+/// a clone (`target/…/oloproof`) or installed by cargo has no interpreter beside it: `None`.
+fn python_beside_this_binary() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    python_in(exe.parent()?).map(|p| p.display().to_string())
+}
+
+/// The first of [`PYTHON_NAMES`] that is a file in `dir`, as a path in `dir` (a venv's
+/// `python3` is a symbolic link that must not be resolved: the link's location makes the venv).
+fn python_in(dir: &Path) -> Option<std::path::PathBuf> {
+    PYTHON_NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+}
+
 /// The command that starts one worker, and its hello params.
+///
+/// The interpreter of an `object:` system is, in order: `python:` of the config,
+/// `$OLOPROOF_PYTHON`, the `python3` beside this binary (the virtual environment `pip install
+/// oloproof` installed it into), then `python3` from `PATH`.
 pub fn worker_options(
     options: &ProjectOptions,
     config_dir: &Path,
@@ -118,6 +148,7 @@ pub fn worker_options(
             &rag.python
                 .clone()
                 .or_else(|| std::env::var(ENV_PYTHON).ok())
+                .or_else(python_beside_this_binary)
                 .unwrap_or_else(|| "python3".to_string()),
             &config_dir_abs,
         );
@@ -160,5 +191,38 @@ pub fn worker_options(
         command,
         timeout: Duration::from_secs_f64(timeout(rag)),
         params,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interpreter_beside_the_binary_is_found_and_kept_unresolved() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            python_in(dir.path()),
+            None,
+            "an empty folder has no interpreter"
+        );
+        let name = PYTHON_NAMES[0];
+        let target = dir.path().join("real-python");
+        std::fs::write(&target, b"").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&target, dir.path().join(name)).unwrap();
+        #[cfg(not(unix))]
+        std::fs::write(dir.path().join(name), b"").unwrap();
+        // The link itself, not what it points to: a venv is found from its interpreter's path.
+        assert_eq!(python_in(dir.path()), Some(dir.path().join(name)));
+    }
+
+    #[test]
+    fn a_folder_named_python_is_not_an_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in PYTHON_NAMES {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        assert_eq!(python_in(dir.path()), None);
     }
 }
