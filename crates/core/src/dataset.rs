@@ -202,7 +202,11 @@ impl DatasetEncoding {
         if trimmed.starts_with('{') {
             let whole = serde_json::from_str::<Map<String, Value>>(&text);
             return match whole {
-                Ok(m) if !m.is_empty() && (m.values().all(Value::is_array) || m.values().all(Value::is_object)) => {
+                Ok(m)
+                    if !m.is_empty()
+                        && (m.values().all(Value::is_array)
+                            || m.values().all(Value::is_object)) =>
+                {
                     DatasetEncoding::Json
                 }
                 _ => DatasetEncoding::Jsonl,
@@ -666,7 +670,9 @@ fn decode_cells(
                         "a list of quoted strings: numpy `['a' 'b']`, Python `['a', 'b']` or JSON `[\"a\", \"b\"]`"
                             .into(),
                     );
-                    err.help = Some("fix or remove this row; the other rows load up to --max-error-rate".into());
+                    err.help = Some(
+                        "fix or remove this row; the other rows load up to --max-error-rate".into(),
+                    );
                     return Err(Box::new(err));
                 }
             }
@@ -932,14 +938,12 @@ fn ragas_record(
         }
     }
     if let Some(v) = obj.shift_remove("ground_truths") {
+        // One reference, or several acceptable ones.
         let v = match v {
             Value::Array(mut items) if items.len() == 1 => items.remove(0),
             other => other,
         };
-        if !obj.contains_key("ground_truth") {
-            obj.insert("ground_truth".into(), v);
-            legacy.push("ground_truths");
-        }
+        obj.insert("ground_truths".into(), v);
     }
     for (old, new) in RAGAS_LEGACY {
         if let Some(v) = obj.shift_remove(*old) {
@@ -1054,7 +1058,10 @@ fn ragas_record(
         metadata.entry(k).or_insert(v);
     }
     if !external.is_empty() {
-        metadata.insert(crate::external::METADATA_KEY.into(), Value::Object(external));
+        metadata.insert(
+            crate::external::METADATA_KEY.into(),
+            Value::Object(external),
+        );
     }
     let mut input = Map::new();
     input.insert("question".to_string(), Value::String(question));
@@ -1323,8 +1330,14 @@ mod tests {
         );
         assert_eq!(d.records[1].case.metadata["run"], "a");
         assert_eq!(d.external_scores, ["faithfulness"]);
-        assert_eq!(d.records[0].case.metadata["external_scores"], json!({"faithfulness": 0.5}));
-        assert_eq!(d.records[1].case.metadata["external_scores"], json!({"faithfulness": null}));
+        assert_eq!(
+            d.records[0].case.metadata["external_scores"],
+            json!({"faithfulness": 0.5})
+        );
+        assert_eq!(
+            d.records[1].case.metadata["external_scores"],
+            json!({"faithfulness": null})
+        );
         assert!(!d.records[2].case.metadata.contains_key("external_scores"));
     }
 
@@ -1339,7 +1352,13 @@ mod tests {
     #[test]
     fn ragas_csv_with_numpy_lists_and_scores() {
         let text = ",user_input,retrieved_contexts,response,reference,faithfulness,note\n0,q1?,\"['A one' 'B \"\"two\"\"'\n 'C']\",r1,g1,0.5,x\n1,q2?,\"['D', 'E']\",r2,,,\n2,q3?,,\"multi\nline\",g3,1.0,y\n";
-        let d = parse_text("r.csv", text, DatasetEncoding::Csv, &opts(DatasetEncoding::Csv, 0.0)).unwrap();
+        let d = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.0),
+        )
+        .unwrap();
         assert_eq!(d.records.len(), 3);
         let c = &d.records[0].trace.retrieval.as_ref().unwrap().candidates;
         let texts: Vec<&str> = c.iter().map(|p| p.text.as_deref().unwrap()).collect();
@@ -1349,59 +1368,150 @@ mod tests {
         assert_eq!(d.records[1].case.expected.answer, None);
         assert_eq!(d.records[2].trace.answer(), Some("multi\nline"));
         assert_eq!(d.external_scores, ["faithfulness"]);
-        assert_eq!(d.records[1].case.metadata["external_scores"]["faithfulness"], Value::Null);
+        assert_eq!(
+            d.records[1].case.metadata["external_scores"]["faithfulness"],
+            Value::Null
+        );
         assert_eq!(d.records[0].case.metadata["note"], "x");
-        assert!(d.warnings[0].contains("1 unknown key on 2 records"), "{:?}", d.warnings);
+        assert!(
+            d.warnings[0].contains("1 unknown key on 2 records"),
+            "{:?}",
+            d.warnings
+        );
     }
 
     #[test]
     fn broken_list_cells_skip_their_row_up_to_the_error_rate() {
         let text = "user_input,retrieved_contexts\nq1,['a' 'b']\nq2,\"['a', 'b\"\nq3,['c']\n";
-        let errs = parse_text("r.csv", text, DatasetEncoding::Csv, &opts(DatasetEncoding::Csv, 0.0)).unwrap_err();
+        let errs = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.0),
+        )
+        .unwrap_err();
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].location(), "r.csv:3:1");
         assert_eq!(errs[0].key_path.as_deref(), Some("retrieved_contexts"));
-        assert!(errs[0].message.starts_with("column `retrieved_contexts`: broken list: a string is not closed"), "{}", errs[0].message);
-        let d = parse_text("r.csv", text, DatasetEncoding::Csv, &opts(DatasetEncoding::Csv, 0.5)).unwrap();
+        assert!(
+            errs[0]
+                .message
+                .starts_with("column `retrieved_contexts`: broken list: a string is not closed"),
+            "{}",
+            errs[0].message
+        );
+        let d = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.5),
+        )
+        .unwrap();
         assert_eq!(d.records.len(), 2);
         assert_eq!(d.skipped.len(), 1);
         assert_eq!(d.rows, 3);
-        assert!(d.warnings.iter().any(|w| w.contains("skipped 1 of 3 rows (33.3%, within the allowed 50.0%")), "{:?}", d.warnings);
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("skipped 1 of 3 rows (33.3%, within the allowed 50.0%")),
+            "{:?}",
+            d.warnings
+        );
     }
 
     #[test]
     fn hugging_face_columns_and_pandas_orients() {
         let hf = r#"{"question": ["q1", "q2"], "contexts": [["a", "b"], ["c"]], "ground_truths": [["g1"], ["g2", "g2b"]], "answer": ["a1", "a2"]}"#;
-        let d = parse_text("amnesty.json", hf, DatasetEncoding::Json, &opts(DatasetEncoding::Json, 0.0)).unwrap();
+        let d = parse_text(
+            "amnesty.json",
+            hf,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
         assert_eq!(d.records.len(), 2);
         assert_eq!(d.records[0].case.id, "row-1");
         assert_eq!(d.records[0].case.expected.answer, Some(Value::from("g1")));
-        assert_eq!(d.records[1].case.expected.answer, Some(json!(["g2", "g2b"])));
-        assert!(d.warnings[0].contains("ground_truths → reference"), "{:?}", d.warnings);
+        assert_eq!(
+            d.records[1].case.expected.answer,
+            Some(json!(["g2", "g2b"]))
+        );
+        assert!(
+            d.warnings[0].contains("ground_truths → reference"),
+            "{:?}",
+            d.warnings
+        );
         let columns = r#"{"user_input":{"0":"q1","1":"q2"},"response":{"0":"r1","1":"r2"},"faithfulness":{"0":0.25,"1":null}}"#;
-        let d = parse_text("c.json", columns, DatasetEncoding::Json, &opts(DatasetEncoding::Json, 0.0)).unwrap();
+        let d = parse_text(
+            "c.json",
+            columns,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
         assert_eq!(d.records[1].trace.answer(), Some("r2"));
-        assert_eq!(d.records[0].case.metadata["external_scores"]["faithfulness"], 0.25);
+        assert_eq!(
+            d.records[0].case.metadata["external_scores"]["faithfulness"],
+            0.25
+        );
         let records = "[{\"user_input\":\"q1\",\"response\":\"r1\"},\n {\"user_input\":\"q2\",\"retrieved_contexts\":\"x\"}]";
-        let errs = parse_text("r.json", records, DatasetEncoding::Json, &opts(DatasetEncoding::Json, 0.0)).unwrap_err();
+        let errs = parse_text(
+            "r.json",
+            records,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap_err();
         assert_eq!(errs[0].location(), "r.json:2:42");
         let split = r#"{"columns":["user_input","response"],"index":[0],"data":[["q","r"]]}"#;
-        let d = parse_text("s.json", split, DatasetEncoding::Json, &opts(DatasetEncoding::Json, 0.0)).unwrap();
+        let d = parse_text(
+            "s.json",
+            split,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
         assert_eq!(d.records[0].trace.answer(), Some("r"));
-        assert_eq!(DatasetEncoding::detect(std::path::Path::new("x"), hf.as_bytes()), DatasetEncoding::Json);
-        assert_eq!(DatasetEncoding::detect(std::path::Path::new("x"), b"{\"user_input\":\"q\"}\n"), DatasetEncoding::Jsonl);
-        assert_eq!(DatasetEncoding::detect(std::path::Path::new("x"), b"user_input,response\n"), DatasetEncoding::Csv);
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), hf.as_bytes()),
+            DatasetEncoding::Json
+        );
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), b"{\"user_input\":\"q\"}\n"),
+            DatasetEncoding::Jsonl
+        );
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), b"user_input,response\n"),
+            DatasetEncoding::Csv
+        );
     }
 
     #[test]
     fn multi_turn_samples_are_refused_with_the_line() {
-        let text = "{\"user_input\":\"q\"}\n{\"user_input\":[{\"content\":\"hi\",\"type\":\"human\"}]}\n";
-        let errs = parse_text("m.jsonl", text, DatasetEncoding::Jsonl, &opts(DatasetEncoding::Jsonl, 1.0)).unwrap_err();
+        let text =
+            "{\"user_input\":\"q\"}\n{\"user_input\":[{\"content\":\"hi\",\"type\":\"human\"}]}\n";
+        let errs = parse_text(
+            "m.jsonl",
+            text,
+            DatasetEncoding::Jsonl,
+            &opts(DatasetEncoding::Jsonl, 1.0),
+        )
+        .unwrap_err();
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].location(), "m.jsonl:2:2");
-        assert!(errs[0].message.contains("multi-turn"), "{}", errs[0].message);
+        assert!(
+            errs[0].message.contains("multi-turn"),
+            "{}",
+            errs[0].message
+        );
         let csv = "user_input,reference\n\"[{'content': 'hi', 'type': 'human'}]\",x\n";
-        let errs = parse_text("m.csv", csv, DatasetEncoding::Csv, &opts(DatasetEncoding::Csv, 1.0)).unwrap_err();
+        let errs = parse_text(
+            "m.csv",
+            csv,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 1.0),
+        )
+        .unwrap_err();
         assert_eq!(errs[0].location(), "m.csv:2:1");
     }
 

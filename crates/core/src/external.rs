@@ -18,7 +18,10 @@ pub const RAGAS_METRICS: &[(&str, &str)] = &[
     ("response_relevancy", "answer_relevancy"),
     ("context_precision", "context_precision"),
     ("llm_context_precision_with_reference", "context_precision"),
-    ("llm_context_precision_without_reference", "context_precision"),
+    (
+        "llm_context_precision_without_reference",
+        "context_precision",
+    ),
     ("context_recall", "context_recall"),
     ("llm_context_recall", "context_recall"),
     ("factual_correctness", "factual_correctness"),
@@ -66,8 +69,14 @@ mod tests {
 
     #[test]
     fn columns_map_to_our_types() {
-        assert_eq!(ours_for("factual_correctness(mode=f1)"), Some("factual_correctness"));
-        assert_eq!(ours_for("llm_context_precision_with_reference"), Some("context_precision"));
+        assert_eq!(
+            ours_for("factual_correctness(mode=f1)"),
+            Some("factual_correctness")
+        );
+        assert_eq!(
+            ours_for("llm_context_precision_with_reference"),
+            Some("context_precision")
+        );
         assert_eq!(ours_for("string_present"), Some("string_presence"));
         assert_eq!(ours_for("my_score"), None);
         assert!(is_ragas_metric("faithfulness"));

@@ -80,7 +80,11 @@ impl Parser<'_> {
 
     fn starts_with(&self, s: &str) -> bool {
         let n = s.chars().count();
-        self.chars.len() >= self.pos + n && self.chars[self.pos..self.pos + n].iter().copied().eq(s.chars())
+        self.chars.len() >= self.pos + n
+            && self.chars[self.pos..self.pos + n]
+                .iter()
+                .copied()
+                .eq(s.chars())
     }
 
     /// `array(` before the list (numpy's `repr`).
@@ -266,7 +270,10 @@ mod tests {
     #[test]
     fn numpy_reprs_keep_adjacent_literals_apart() {
         assert_eq!(ok("['a' 'b']"), ["a", "b"]);
-        assert_eq!(ok("['Refunds take 14 days.'\n 'Exchanges are free.']"), ["Refunds take 14 days.", "Exchanges are free."]);
+        assert_eq!(
+            ok("['Refunds take 14 days.'\n 'Exchanges are free.']"),
+            ["Refunds take 14 days.", "Exchanges are free."]
+        );
         assert_eq!(ok("[\"it's\" 'say \"hi\"']"), ["it's", "say \"hi\""]);
         assert_eq!(ok("array(['a', 'b'], dtype=object)"), ["a", "b"]);
     }
@@ -274,8 +281,14 @@ mod tests {
     #[test]
     fn python_and_json_lists() {
         assert_eq!(ok("['a', 'b',]"), ["a", "b"]);
-        assert_eq!(ok(r#"["caf\u00e9", "\ud83d\ude00", "a\/b"]"#), ["café", "😀", "a/b"]);
-        assert_eq!(ok(r"['it\'s', 'a\\b', 'line\nbreak', '\x41\u00e9\U0001F600', 'C:\q']"), ["it's", "a\\b", "line\nbreak", "Aé😀", "C:\\q"]);
+        assert_eq!(
+            ok(r#"["caf\u00e9", "\ud83d\ude00", "a\/b"]"#),
+            ["café", "😀", "a/b"]
+        );
+        assert_eq!(
+            ok(r"['it\'s', 'a\\b', 'line\nbreak', '\x41\u00e9\U0001F600', 'C:\q']"),
+            ["it's", "a\\b", "line\nbreak", "Aé😀", "C:\\q"]
+        );
         assert_eq!(ok("[]"), Vec::<String>::new());
         assert_eq!(ok(" [ ] "), Vec::<String>::new());
         assert_eq!(ok("[1 2]"), ["1", "2"]);
@@ -290,11 +303,29 @@ mod tests {
         let e = parse_list("['a' 'b").unwrap_err();
         assert_eq!(e.message, "a string is not closed");
         assert_eq!(e.offset, 5);
-        assert!(parse_list("['a', 'b'").unwrap_err().message.contains("not closed"));
-        assert!(parse_list("a, b").unwrap_err().message.contains("starting with `[`"));
-        assert!(parse_list("['a' ... 'z']").unwrap_err().message.contains("summarised"));
-        assert!(parse_list("['a'] x").unwrap_err().message.contains("after the closing"));
-        assert!(parse_list("[{'content': 'hi'}]").unwrap_err().message.contains("objects"));
-        assert!(parse_list("['a',, 'b']").unwrap_err().message.contains("empty element"));
+        assert!(parse_list("['a', 'b'")
+            .unwrap_err()
+            .message
+            .contains("not closed"));
+        assert!(parse_list("a, b")
+            .unwrap_err()
+            .message
+            .contains("starting with `[`"));
+        assert!(parse_list("['a' ... 'z']")
+            .unwrap_err()
+            .message
+            .contains("summarised"));
+        assert!(parse_list("['a'] x")
+            .unwrap_err()
+            .message
+            .contains("after the closing"));
+        assert!(parse_list("[{'content': 'hi'}]")
+            .unwrap_err()
+            .message
+            .contains("objects"));
+        assert!(parse_list("['a',, 'b']")
+            .unwrap_err()
+            .message
+            .contains("empty element"));
     }
 }

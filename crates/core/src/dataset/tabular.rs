@@ -35,7 +35,10 @@ pub(crate) struct SourceRow {
 impl SourceRow {
     /// Line and column of `key`'s value, else of the row.
     pub fn place(&self, key: &str) -> (usize, usize) {
-        self.places.get(key).copied().unwrap_or((self.line, self.col))
+        self.places
+            .get(key)
+            .copied()
+            .unwrap_or((self.line, self.col))
     }
 }
 
@@ -119,7 +122,8 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
             1,
             format!("malformed JSON: {}", strip_position(&e.to_string())),
         );
-        err.help = Some("the file must be one JSON document (or one object per line: JSONL)".into());
+        err.help =
+            Some("the file must be one JSON document (or one object per line: JSONL)".into());
         vec![err]
     })?;
     let shape_error = |message: &str| {
@@ -134,7 +138,9 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
         return records_rows(path, text, &records);
     }
     let Ok(top) = serde_json::from_str::<BTreeMap<String, &RawValue>>(doc.get()) else {
-        return Err(shape_error("the document is neither an array nor an object"));
+        return Err(shape_error(
+            "the document is neither an array nor an object",
+        ));
     };
     // pandas `split` and `table`.
     if let (Some(columns), Some(data)) = (top.get("columns"), top.get("data")) {
@@ -162,7 +168,11 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
     columns.sort_by_key(|(_, raw)| offset_of(text, raw));
     let arrays: Option<Vec<(&String, Vec<&RawValue>)>> = columns
         .iter()
-        .map(|(k, raw)| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok().map(|v| (*k, v)))
+        .map(|(k, raw)| {
+            serde_json::from_str::<Vec<&RawValue>>(raw.get())
+                .ok()
+                .map(|v| (*k, v))
+        })
         .collect();
     if let Some(arrays) = arrays {
         let n = arrays.first().map_or(0, |(_, v)| v.len());
@@ -192,10 +202,13 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
         })
         .collect();
     let Some(objects) = objects else {
-        return Err(shape_error("an object whose values are neither all lists nor all objects"));
+        return Err(shape_error(
+            "an object whose values are neither all lists nor all objects",
+        ));
     };
-    let is_sample =
-        |k: &str| super::RAGAS_KEYS.contains(&k) || super::RAGAS_LEGACY.iter().any(|(o, _)| *o == k);
+    let is_sample = |k: &str| {
+        super::RAGAS_KEYS.contains(&k) || super::RAGAS_LEGACY.iter().any(|(o, _)| *o == k)
+    };
     if objects.iter().any(|(k, _)| is_sample(k)) {
         // pandas `columns`: {column: {index: value}}; rows by index (numeric order).
         let mut index: Vec<&String> = objects.iter().flat_map(|(_, m)| m.keys()).collect();
@@ -281,7 +294,14 @@ fn records_rows(
             }
             Err(_) => {
                 let (line, col) = line_col(text, offset_of(text, raw));
-                errors.push(SourceError::at(path, text, line, col, 1, "a record must be a JSON object"));
+                errors.push(SourceError::at(
+                    path,
+                    text,
+                    line,
+                    col,
+                    1,
+                    "a record must be a JSON object",
+                ));
             }
         }
     }
@@ -341,7 +361,9 @@ fn field_value(field: &parquet::record::Field) -> Value {
         Field::UShort(v) => Value::from(*v),
         Field::UInt(v) => Value::from(*v),
         Field::ULong(v) => Value::from(*v),
-        Field::Float(v) => serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number),
+        Field::Float(v) => {
+            serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number)
+        }
         Field::Double(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
         Field::Str(s) => Value::String(s.clone()),
         Field::Group(row) => Value::Object(
@@ -361,7 +383,10 @@ fn field_value(field: &parquet::record::Field) -> Value {
                     .get_string(i)
                     .map(|s| s.clone())
                     .unwrap_or_else(|_| i.to_string());
-                let v = values.get_string(i).map(|s| Value::String(s.clone())).unwrap_or(Value::Null);
+                let v = values
+                    .get_string(i)
+                    .map(|s| Value::String(s.clone()))
+                    .unwrap_or(Value::Null);
                 out.insert(k, v);
             }
             Value::Object(out)
@@ -372,7 +397,10 @@ fn field_value(field: &parquet::record::Field) -> Value {
 
 /// `nan`, `NaN`, an empty cell and the like: what pandas writes for a missing value.
 pub(crate) fn is_absent(cell: &str) -> bool {
-    matches!(cell.trim(), "" | "nan" | "NaN" | "None" | "null" | "<NA>" | "NA")
+    matches!(
+        cell.trim(),
+        "" | "nan" | "NaN" | "None" | "null" | "<NA>" | "NA"
+    )
 }
 
 /// A score cell as a number (`None` for an absent value or text that is not a number).
