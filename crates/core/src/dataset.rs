@@ -900,6 +900,9 @@ fn unknown_key(key: &str, known: &[&str], at: &Locate<'_>) -> Box<SourceError> {
     Box::new(err)
 }
 
+/// A Ragas record, the legacy names it used and the unknown keys it kept as metadata.
+type RagasRead = (Record, Vec<&'static str>, Vec<String>);
+
 /// A Ragas record; also returns the legacy names it used and the unknown keys it kept as
 /// metadata. `scores` are the file's score columns (to `metadata.external_scores`).
 fn ragas_record(
@@ -907,7 +910,7 @@ fn ragas_record(
     mut obj: Map<String, Value>,
     at: &Locate<'_>,
     scores: &[String],
-) -> Result<(Record, Vec<&'static str>, Vec<String>), Box<SourceError>> {
+) -> Result<RagasRead, Box<SourceError>> {
     let mut legacy = Vec::new();
     let mut external = Map::new();
     for key in scores {

@@ -381,7 +381,7 @@ fn field_value(field: &parquet::record::Field) -> Value {
             for i in 0..map.len() {
                 let k = keys
                     .get_string(i)
-                    .map(|s| s.clone())
+                    .cloned()
                     .unwrap_or_else(|_| i.to_string());
                 let v = values
                     .get_string(i)

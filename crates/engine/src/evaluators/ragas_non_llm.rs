@@ -429,3 +429,106 @@ impl Evaluator for RagasNonLlm {
         verdict(&self.criterion, v, detail)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluators::from_json;
+    use oloproof_core::dataset::parse_dataset;
+
+    fn record(line: &str) -> (Case, Trace) {
+        let mut d = parse_dataset("d.jsonl", line, None).unwrap();
+        let r = d.records.remove(0);
+        (r.case, r.trace)
+    }
+
+    fn eval(options: Value, line: &str) -> CriterionVerdict {
+        let (case, trace) = record(line);
+        from_json(&options).unwrap().evaluate(&case, &trace, None)
+    }
+
+    #[test]
+    fn ragas_names_and_options() {
+        let line = r#"{"user_input":"q","retrieved_contexts":["Refunds take 14 days.","Shipping is free."],"reference_contexts":["Refunds take 14 days"],"response":"Refunds take 14 days.","reference":"Refunds take 14 days"}"#;
+        let v = eval(json!({"type": "non_llm_context_recall"}), line);
+        assert_eq!(v.verdict, Verdict::Score { value: 1.0 });
+        let v = eval(
+            json!({"type": "non_llm_context_precision_with_reference", "distance_measure": "jaro_winkler", "threshold": 0.9}),
+            line,
+        );
+        assert!(
+            matches!(v.verdict, Verdict::Score { value } if (value - 1.0).abs() < 1e-9),
+            "{v:?}"
+        );
+        let v = eval(json!({"type": "string_presence"}), line);
+        assert_eq!(v.verdict, Verdict::Pass);
+        let v = eval(json!({"type": "ragas_exact_match"}), line);
+        assert_eq!(v.verdict, Verdict::Fail);
+        let v = eval(
+            json!({"type": "rouge_score", "rouge_type": "rouge1", "mode": "recall"}),
+            line,
+        );
+        assert_eq!(v.verdict, Verdict::Score { value: 1.0 });
+        let v = eval(
+            json!({"type": "non_llm_string_similarity", "distance_measure": "levenshtein"}),
+            line,
+        );
+        assert_eq!(
+            v.verdict,
+            Verdict::Score {
+                value: 1.0 - 1.0 / 21.0
+            }
+        );
+    }
+
+    #[test]
+    fn absences_are_excluded_not_zero() {
+        let line = r#"{"user_input":"q","retrieved_contexts":["a"],"response":"r"}"#;
+        for ty in [
+            "bleu_score",
+            "rouge_score",
+            "ragas_exact_match",
+            "string_presence",
+            "non_llm_string_similarity",
+        ] {
+            let v = eval(json!({"type": ty}), line);
+            assert_eq!(
+                v.verdict,
+                Verdict::Excluded {
+                    reason: "no_expected_answer".into()
+                },
+                "{ty}"
+            );
+        }
+        for ty in [
+            "non_llm_context_recall",
+            "non_llm_context_precision_with_reference",
+        ] {
+            let v = eval(json!({"type": ty}), line);
+            assert_eq!(
+                v.verdict,
+                Verdict::Excluded {
+                    reason: "no_reference_contexts".into()
+                },
+                "{ty}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_options_name_the_choices() {
+        let err = |v: Value| match from_json(&v) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{v} was accepted"),
+        };
+        let e = err(json!({"type": "rouge_score", "rouge_type": "rougeLsum"}));
+        assert!(
+            e.contains("unknown rouge_type `rougeLsum`") && e.contains("did you mean `rougeL`?"),
+            "{e}"
+        );
+        let e = err(json!({"type": "non_llm_context_recall", "threshold": 1.5}));
+        assert!(e.contains("threshold 1.5 is not in [0, 1]"), "{e}");
+        let e = err(json!({"type": "non_llm_string_similarity", "distance_measure": "cosine"}));
+        assert!(e.contains("cosine"), "{e}");
+    }
+}
