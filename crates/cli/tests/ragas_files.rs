@@ -256,3 +256,20 @@ fn unknown_keys_become_metadata_with_one_warning() {
         stdout(&run)
     );
 }
+
+#[test]
+fn a_bad_ragas_option_is_located_with_the_choices() {
+    let (_tmp, dir) = ragas_project();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        "dataset: ragas_result.csv\nevaluators:\n  - {type: rouge_score, rouge_type: rougeLsum}\n",
+    )
+    .unwrap();
+    let run = oloproof(&dir, &["run", "."]);
+    assert_eq!(run.status.code(), Some(2));
+    let err = stderr(&run);
+    assert!(err.contains("unknown rouge_type `rougeLsum`"), "{err}");
+    assert!(err.contains("oloproof.yaml:3:"), "{err}");
+    assert!(err.contains("one of rouge1, rougeL"), "{err}");
+    assert!(err.contains("did you mean `rougeL`?"), "{err}");
+}

@@ -523,7 +523,7 @@ mod tests {
         };
         let e = err(json!({"type": "rouge_score", "rouge_type": "rougeLsum"}));
         assert!(
-            e.contains("unknown rouge_type `rougeLsum`") && e.contains("did you mean `rougeL`?"),
+            e.contains("unknown rouge_type `rougeLsum` at evaluators[0].rouge_type"),
             "{e}"
         );
         let e = err(json!({"type": "non_llm_context_recall", "threshold": 1.5}));
