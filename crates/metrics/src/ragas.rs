@@ -24,9 +24,10 @@
 //! assert_eq!(oloproof_metrics::ragas::string_presence("Paris", "It is Paris."), 1.0);
 //! // Levenshtein: one edit over four characters.
 //! assert_eq!(DistanceMeasure::Levenshtein.similarity("cats", "cat"), 0.75);
-//! // Two of three retrieved contexts match a reference; the first one does.
+//! // The first and third retrieved contexts match the reference (similarity 1 and 0.8):
+//! // average precision (1/1 + 2/3) / 2.
 //! let p = context::precision_with_reference(&["a b c", "zzz", "a b d"], &["a b c"], DistanceMeasure::Levenshtein, 0.5).unwrap();
-//! assert!((p - 1.0).abs() < 1e-9);
+//! assert!((p - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-9);
 //! // ROUGE-1 F-measure with stemming: "cats" and "cat" are one token.
 //! let r = rouge::rouge_score("the cats sat", "the cat sat", rouge::RougeType::Rouge1, rouge::RougeMode::Fmeasure);
 //! assert_eq!(r, 1.0);
