@@ -8,7 +8,8 @@
 //! case and history readers (`read_to_string`) refuse it before any parser runs.
 
 use oloproof_core::case::parse_cases;
-use oloproof_core::dataset::{parse_dataset, DatasetFormat};
+use oloproof_core::dataset::list_repr::parse_list;
+use oloproof_core::dataset::{parse_dataset, parse_text, DatasetEncoding, DatasetFormat, ReadOptions};
 use oloproof_engine::history::parse_history;
 
 use crate::check::{all_located, text};
@@ -40,6 +41,39 @@ pub fn dataset(data: &[u8]) {
             }
             Err(errors) => all_located(&errors, "dataset.jsonl", jsonl),
         }
+    }
+}
+
+/// A Ragas CSV or JSON export (`core::dataset::parse_text`), with no broken row allowed and
+/// with every one allowed (skipped rows must be located too).
+pub fn dataset_tabular(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    for (encoding, path) in [(DatasetEncoding::Csv, "d.csv"), (DatasetEncoding::Json, "d.json")] {
+        for max_error_rate in [0.0, 1.0] {
+            let options = ReadOptions {
+                format: None,
+                encoding: Some(encoding),
+                max_error_rate,
+            };
+            match parse_text(path, text, encoding, &options) {
+                Ok(d) => {
+                    for e in &d.skipped {
+                        crate::check::all_located(std::slice::from_ref(e), path, text);
+                    }
+                }
+                Err(errors) => all_located(&errors, path, text),
+            }
+        }
+    }
+}
+
+/// One CSV list cell (`core::dataset::list_repr::parse_list`): never panics, an error's offset
+/// is within the cell.
+pub fn list_repr(data: &[u8]) {
+    let Some(cell) = text(data) else { return };
+    if let Err(e) = parse_list(cell) {
+        assert!(e.offset <= cell.chars().count(), "offset {} past the cell", e.offset);
+        assert!(!e.message.is_empty());
     }
 }
 

@@ -20,6 +20,8 @@
 //! | `gate_policy` | `oloproof gate --policy` files | [`yaml`] |
 //! | `cases` | case JSONL | [`jsonl`] |
 //! | `dataset` | Ragas and trace dataset JSONL | [`jsonl`] |
+//! | `dataset_tabular` | Ragas CSV and JSON exports (pandas, Hugging Face columns) | [`jsonl`] |
+//! | `list_repr` | a CSV list cell (numpy / Python / JSON repr) | [`jsonl`] |
 //! | `history` | score history JSONL | [`jsonl`] |
 //! | `trec_qrels`, `trec_run` | trec_eval qrels and runs, plain | [`trec`] |
 //! | `trec_gzip` | the same files gzip-compressed (the raw `.gz` bytes are fuzzed) | [`trec`] |
@@ -50,6 +52,8 @@ const TARGETS: &[(&str, Target)] = &[
     ("gate_policy", yaml::gate_policy),
     ("cases", jsonl::cases),
     ("dataset", jsonl::dataset),
+    ("dataset_tabular", jsonl::dataset_tabular),
+    ("list_repr", jsonl::list_repr),
     ("history", jsonl::history),
     ("trec_qrels", trec::qrels),
     ("trec_run", trec::run),

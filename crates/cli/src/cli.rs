@@ -109,10 +109,13 @@ pub(crate) struct RunArgs {
     /// `threads:`, else every core).
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<usize>,
-    /// Evaluate recorded cases (Ragas or trace JSONL) instead of running the system.
+    /// Evaluate recorded cases instead of running the system: Ragas or trace JSONL, Ragas'
+    /// pandas CSV / JSON exports (score columns become external scores), Hugging Face
+    /// columnar JSON or Parquet.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub(crate) dataset: Option<PathBuf>,
-    /// The dataset's format (default: detected from its first record).
+    /// The dataset's format (default: detected from the extension and content; JSONL
+    /// records as Ragas or trace from the first one).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub(crate) dataset_format: Option<DatasetFormatArg>,
     /// Append the run's line to this score history (JSONL; default: `history:` of oloproof.yaml,
@@ -135,6 +138,16 @@ pub(crate) enum DatasetFormatArg {
     Ragas,
     /// Oloproof's trace JSONL (a case plus `retrieval`, `context`, `answer`, `citations`).
     Trace,
+    /// JSONL, Ragas or trace records told apart by the first one (pandas `lines=True`).
+    Jsonl,
+    /// One JSON document: pandas `to_json` (records, columns, index, split, table orients).
+    Json,
+    /// Hugging Face columnar JSON (`{"question": [...], "contexts": [[...]], ...}`).
+    HfJson,
+    /// pandas `to_csv` of a Ragas result or dataset (list columns as numpy/Python reprs).
+    Csv,
+    /// Parquet (Hugging Face datasets, pandas `to_parquet`).
+    Parquet,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use oloproof_core::case::{load_cases, Case};
 use oloproof_core::config::{ConfigError, ProjectConfig};
-use oloproof_core::dataset::{load_dataset, DatasetFormat};
+use oloproof_core::dataset::{load_dataset_with, DatasetEncoding, DatasetFormat, ReadOptions};
 use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::project::{load_config, RunOverrides};
 use oloproof_engine::recorded::start_recorded_run;
@@ -213,17 +213,40 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         Some(run_id) => resume_run(&config.store_path(), run_id, flags, &mut progress),
         None => match config.dataset_path() {
             Some(path) => {
-                let format = args.dataset_format.map(|f| match f {
-                    crate::cli::DatasetFormatArg::Ragas => DatasetFormat::Ragas,
-                    crate::cli::DatasetFormatArg::Trace => DatasetFormat::Trace,
-                });
-                let mut dataset = load_dataset(&path, format).map_err(EngineError::from)?;
+                use crate::cli::DatasetFormatArg as F;
+                let (format, encoding) = match args.dataset_format {
+                    None => (None, None),
+                    Some(F::Ragas) => (Some(DatasetFormat::Ragas), Some(DatasetEncoding::Jsonl)),
+                    Some(F::Trace) => (Some(DatasetFormat::Trace), Some(DatasetEncoding::Jsonl)),
+                    Some(F::Jsonl) => (None, Some(DatasetEncoding::Jsonl)),
+                    Some(F::Json | F::HfJson) => (None, Some(DatasetEncoding::Json)),
+                    Some(F::Csv) => (None, Some(DatasetEncoding::Csv)),
+                    Some(F::Parquet) => (None, Some(DatasetEncoding::Parquet)),
+                };
+                let read = ReadOptions {
+                    format,
+                    encoding,
+                    max_error_rate: args.max_error_rate.unwrap_or(config.options.max_error_rate),
+                };
+                let mut dataset = load_dataset_with(&path, &read).map_err(EngineError::from)?;
                 let chosen =
                     take_sample(dataset.records.iter().map(|r| r.case.id.as_str()).collect());
                 dataset.records.retain(|r| chosen.contains(&r.case.id));
                 let mut err = std::io::stderr().lock();
                 for warning in &dataset.warnings {
                     writeln!(err, "warning: {warning}")?;
+                }
+                for skipped in &dataset.skipped {
+                    write!(err, "warning: row skipped: {skipped}")?;
+                }
+                if !dataset.external_scores.is_empty() {
+                    writeln!(
+                        err,
+                        "note: {} score column{} read as external scores, compared with the matching criteria in the summary: {}",
+                        dataset.external_scores.len(),
+                        if dataset.external_scores.len() == 1 { "" } else { "s" },
+                        dataset.external_scores.join(", ")
+                    )?;
                 }
                 drop(err);
                 start_recorded_run(&config, &dataset, flags, &mut progress)
@@ -609,7 +632,16 @@ fn to_json_text(value: serde_json::Result<serde_json::Value>) -> Result<String, 
 /// `oloproof run --dry-run`: judge calls and estimated tokens, nothing sent.
 fn dry_run(config: &ProjectConfig) -> Result<u8, CliError> {
     let dataset = match config.dataset_path() {
-        Some(path) => Some(load_dataset(&path, None).map_err(EngineError::from)?),
+        Some(path) => Some(
+            load_dataset_with(
+                &path,
+                &ReadOptions {
+                    max_error_rate: config.options.max_error_rate,
+                    ..ReadOptions::default()
+                },
+            )
+            .map_err(EngineError::from)?,
+        ),
         None => None,
     };
     let mut cases: Vec<Case> = match &dataset {

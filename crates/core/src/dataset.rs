@@ -38,6 +38,11 @@ use crate::passage::{Passage, Retrieval};
 use crate::source::{did_you_mean, SourceError};
 use crate::trace::Trace;
 
+pub mod list_repr;
+mod tabular;
+
+use tabular::SourceRow;
+
 /// The format of a recorded dataset.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -76,8 +81,19 @@ pub struct Dataset {
     pub format: DatasetFormat,
     /// sha256 (hex) of the file's bytes.
     pub sha256: String,
-    /// Messages for the user (legacy Ragas names), printed by the CLI.
+    /// How the file was written.
+    pub encoding: DatasetEncoding,
+    /// Messages for the user (legacy Ragas names, unknown keys kept as metadata, skipped
+    /// rows), printed by the CLI.
     pub warnings: Vec<String>,
+    /// Rows not loaded (a broken list cell, a malformed line), within
+    /// [`ReadOptions::max_error_rate`]; printed by the CLI after the warnings.
+    pub skipped: Vec<SourceError>,
+    /// Rows in the file (loaded and skipped).
+    pub rows: usize,
+    /// Columns read as Ragas' own scores of each sample (`faithfulness`, …): each record's
+    /// values are in its case's `metadata.external_scores` ([`crate::external`]).
+    pub external_scores: Vec<String>,
 }
 
 /// The stable id of a context known only by its text: `ctx-` + 12 hex digits of its sha256.
@@ -97,12 +113,30 @@ pub const RAGAS_KEYS: &[&str] = &[
     "id",
     "metadata",
 ];
-/// Pre-0.2 Ragas names and their 0.2 names.
+/// Pre-0.2 Ragas names and their 0.2 names (`ground_truths`, a list, is the Hugging Face
+/// amnesty_qa layout: its one string is the reference; several are acceptable references).
 pub const RAGAS_LEGACY: &[(&str, &str)] = &[
     ("question", "user_input"),
     ("contexts", "retrieved_contexts"),
     ("answer", "response"),
     ("ground_truth", "reference"),
+    ("ground_truths", "reference"),
+];
+/// Other fields of Ragas samples and exports, kept in the case's metadata without a warning
+/// (`retrieved_context_ids` / `reference_context_ids` of the same length as the contexts also
+/// name them).
+pub const RAGAS_EXTRA: &[&str] = &[
+    "sample_type",
+    "retrieved_context_ids",
+    "reference_context_ids",
+    "multi_responses",
+    "rubrics",
+    "persona_name",
+    "query_style",
+    "query_length",
+    "synthesizer_name",
+    "reference_tool_calls",
+    "reference_topics",
 ];
 /// Keys of a trace record.
 pub const TRACE_KEYS: &[&str] = &[
@@ -118,39 +152,190 @@ pub const TRACE_KEYS: &[&str] = &[
     "claims",
 ];
 
-/// Reads and parses a dataset file.
+/// How a dataset file is written (`--dataset-format jsonl|json|hf-json|csv|parquet`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetEncoding {
+    /// One JSON object per line (Ragas `EvaluationDataset.to_jsonl`, pandas `lines=True`).
+    Jsonl,
+    /// One JSON document: pandas `to_json` (orients `records`, `columns`, `index`, `split`,
+    /// `table`) or Hugging Face columnar JSON (`{"question": [...], ...}`).
+    Json,
+    /// pandas `to_csv` (list columns as numpy or Python reprs, a leading index column).
+    Csv,
+    /// Parquet (Hugging Face datasets, pandas `to_parquet`).
+    Parquet,
+}
+
+impl DatasetEncoding {
+    /// `jsonl`, `json`, `csv` or `parquet`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetEncoding::Jsonl => "jsonl",
+            DatasetEncoding::Json => "json",
+            DatasetEncoding::Csv => "csv",
+            DatasetEncoding::Parquet => "parquet",
+        }
+    }
+
+    /// The encoding of `path` from its extension, else its first bytes: `PAR1` is Parquet, a
+    /// document that is one JSON array, or one object of columns or rows, is JSON, other text
+    /// starting with `{` is JSONL, anything else CSV.
+    pub fn detect(path: &std::path::Path, bytes: &[u8]) -> DatasetEncoding {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("csv" | "tsv") => return DatasetEncoding::Csv,
+            Some("parquet" | "pq") => return DatasetEncoding::Parquet,
+            Some("jsonl" | "ndjson") => return DatasetEncoding::Jsonl,
+            _ => {}
+        }
+        if bytes.starts_with(b"PAR1") {
+            return DatasetEncoding::Parquet;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('[') {
+            return DatasetEncoding::Json;
+        }
+        if trimmed.starts_with('{') {
+            let whole = serde_json::from_str::<Map<String, Value>>(&text);
+            return match whole {
+                Ok(m)
+                    if !m.is_empty()
+                        && (m.values().all(Value::is_array)
+                            || m.values().all(Value::is_object)) =>
+                {
+                    DatasetEncoding::Json
+                }
+                _ => DatasetEncoding::Jsonl,
+            };
+        }
+        if ext.as_deref() == Some("json") {
+            return DatasetEncoding::Json;
+        }
+        DatasetEncoding::Csv
+    }
+}
+
+/// How to read a dataset file.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ReadOptions {
+    /// The record format (default: detected from the first record; every file that is not
+    /// JSONL holds Ragas samples).
+    pub format: Option<DatasetFormat>,
+    /// The file's encoding (default: [`DatasetEncoding::detect`]).
+    pub encoding: Option<DatasetEncoding>,
+    /// Largest share of rows that may be broken (a bad list cell, a malformed line): those rows
+    /// are skipped and reported ([`Dataset::skipped`]); above it reading fails with every error.
+    pub max_error_rate: f64,
+}
+
+/// Reads and parses a dataset file (every row must be valid; see [`load_dataset_with`]).
 pub fn load_dataset(
     path: &std::path::Path,
     format: Option<DatasetFormat>,
+) -> Result<Dataset, CaseFileError> {
+    load_dataset_with(
+        path,
+        &ReadOptions {
+            format,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+/// Reads and parses a dataset file in any [`DatasetEncoding`].
+pub fn load_dataset_with(
+    path: &std::path::Path,
+    options: &ReadOptions,
 ) -> Result<Dataset, CaseFileError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| CaseFileError::Read {
         path: shown.clone(),
         source,
     })?;
-    let sha256 = Sha256::digest(&bytes);
-    let text =
-        crate::source::decode_utf8(&shown, bytes).map_err(|e| CaseFileError::Invalid(vec![e]))?;
-    let mut dataset = parse_dataset(&shown, &text, format).map_err(CaseFileError::Invalid)?;
-    dataset.sha256 = sha256.iter().map(|b| format!("{b:02x}")).collect();
+    let sha256: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let encoding = options
+        .encoding
+        .unwrap_or_else(|| DatasetEncoding::detect(path, &bytes));
+    let mut dataset = if encoding == DatasetEncoding::Parquet {
+        let rows = tabular::parquet_rows(&shown, bytes).map_err(CaseFileError::Invalid)?;
+        read_rows(&shown, "", rows, Vec::new(), encoding, options)
+    } else {
+        let text = crate::source::decode_utf8(&shown, bytes)
+            .map_err(|e| CaseFileError::Invalid(vec![e]))?;
+        parse_text(&shown, &text, encoding, options)
+    }
+    .map_err(CaseFileError::Invalid)?;
+    dataset.sha256 = sha256;
     Ok(dataset)
 }
 
-/// Parses JSONL `text` (named `path` in messages); `sha256` is that of `text`.
+/// Parses JSONL `text` (named `path` in messages); every record must be valid.
 pub fn parse_dataset(
     path: &str,
     text: &str,
     format: Option<DatasetFormat>,
 ) -> Result<Dataset, Vec<SourceError>> {
+    parse_text(
+        path,
+        text,
+        DatasetEncoding::Jsonl,
+        &ReadOptions {
+            format,
+            ..ReadOptions::default()
+        },
+    )
+}
+
+/// Parses `text` in `encoding` (not Parquet, which is bytes).
+pub fn parse_text(
+    path: &str,
+    text: &str,
+    encoding: DatasetEncoding,
+    options: &ReadOptions,
+) -> Result<Dataset, Vec<SourceError>> {
+    let (rows, broken) = match encoding {
+        DatasetEncoding::Jsonl => jsonl_rows(path, text),
+        DatasetEncoding::Json => (tabular::json_rows(path, text)?, Vec::new()),
+        DatasetEncoding::Csv => (tabular::csv_rows(path, text)?, Vec::new()),
+        DatasetEncoding::Parquet => {
+            return Err(vec![SourceError::at(
+                path,
+                text,
+                1,
+                1,
+                1,
+                "a Parquet file is binary: read it with load_dataset_with",
+            )])
+        }
+    };
+    read_rows(path, text, rows, broken, encoding, options)
+}
+
+/// The records of a JSONL text, and its malformed lines.
+fn jsonl_rows(path: &str, text: &str) -> (Vec<SourceRow>, Vec<SourceError>) {
     let mut errors = Vec::new();
-    let mut rows: Vec<(usize, &str, Map<String, Value>)> = Vec::new();
+    let mut rows = Vec::new();
     for (idx, line) in text.lines().enumerate() {
         let line_no = idx + 1;
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(obj)) => rows.push((line_no, line, obj)),
+            Ok(Value::Object(obj)) => rows.push(SourceRow {
+                obj,
+                line: line_no,
+                col: first_col(line),
+                places: Default::default(),
+                number: rows.len() + 1,
+                cells: Vec::new(),
+            }),
             Ok(_) => errors.push(SourceError::at(
                 path,
                 text,
@@ -173,20 +358,37 @@ pub fn parse_dataset(
             }
         }
     }
-    let format = match format {
+    (rows, errors)
+}
+
+/// Reads rows into records: format detection, Ragas score columns, CSV cells, one warning
+/// for legacy names and one for unknown keys, broken rows up to the error rate.
+fn read_rows(
+    path: &str,
+    text: &str,
+    mut rows: Vec<SourceRow>,
+    mut broken: Vec<SourceError>,
+    encoding: DatasetEncoding,
+    options: &ReadOptions,
+) -> Result<Dataset, Vec<SourceError>> {
+    let jsonl = encoding == DatasetEncoding::Jsonl;
+    let total_rows = rows.len() + broken.len();
+    let format = match options.format {
         Some(f) => f,
+        None if !jsonl => DatasetFormat::Ragas,
         None => match rows.first() {
-            Some((_, _, obj)) if obj.contains_key("input") || obj.contains_key("retrieval") => {
+            Some(r) if r.obj.contains_key("input") || r.obj.contains_key("retrieval") => {
                 DatasetFormat::Trace
             }
-            Some((_, _, obj)) if obj.contains_key("user_input") || obj.contains_key("question") => {
+            Some(r) if r.obj.contains_key("user_input") || r.obj.contains_key("question") => {
                 DatasetFormat::Ragas
             }
-            Some((line_no, line, _)) => {
+            Some(r) => {
+                let line = text.lines().nth(r.line - 1).unwrap_or("");
                 let mut err = SourceError::at(
                     path,
                     text,
-                    *line_no,
+                    r.line,
                     first_col(line),
                     1,
                     "cannot tell the dataset format from the first record",
@@ -195,60 +397,129 @@ pub fn parse_dataset(
                     "a Ragas record (`user_input`, …) or a trace record (`input`, …)".to_string(),
                 );
                 err.help = Some("name it with --dataset-format ragas|trace".to_string());
-                errors.push(err);
-                return Err(errors);
+                broken.push(err);
+                return Err(broken);
             }
             None => DatasetFormat::Ragas,
         },
     };
+    let scores = if format == DatasetFormat::Ragas {
+        score_columns(&rows)
+    } else {
+        Vec::new()
+    };
+    // Multi-turn samples are recognised and refused, whatever the error rate.
+    let mut fatal = Vec::new();
+    for row in &rows {
+        let multi_turn = match row.obj.get("user_input") {
+            Some(Value::Array(_)) => true,
+            _ => row.cells.iter().any(|(k, c)| {
+                k == "user_input" && {
+                    let t = c.trim_start();
+                    t.starts_with('[') && t[1..].trim_start().starts_with('{')
+                }
+            }),
+        };
+        if multi_turn && format == DatasetFormat::Ragas {
+            let (line, col) = row.place("user_input");
+            let mut err = SourceError::at(
+                path,
+                text,
+                line,
+                if jsonl { key_column(text.lines().nth(line - 1).unwrap_or(""), "user_input") } else { col },
+                1,
+                "multi-turn sample (`user_input` is a list of messages): multi-turn evaluation is not supported",
+            );
+            err.key_path = Some("user_input".into());
+            err.help = Some(
+                "evaluate single-turn samples (`user_input` a string); keep multi-turn conversations in another file"
+                    .into(),
+            );
+            fatal.push(err);
+        }
+    }
+    if !fatal.is_empty() {
+        return Err(fatal);
+    }
     let mut records = Vec::new();
     let mut lines = Vec::new();
     let mut legacy_used: Vec<&str> = Vec::new();
     let mut legacy_records = 0usize;
-    for (line_no, line, obj) in rows {
+    let mut unknown: Vec<String> = Vec::new();
+    let mut unknown_records = 0usize;
+    for row in &mut rows {
+        let line_text = if jsonl {
+            text.lines().nth(row.line - 1).unwrap_or("")
+        } else {
+            ""
+        };
+        let (line_no, row_col) = (row.line, row.col);
+        let places = row.places.clone();
         let at = |key: &str, message: String| {
-            let mut err = SourceError::at(
-                path,
-                text,
-                line_no,
-                key_column(line, key),
-                key.chars().count() + 2,
-                message,
-            );
+            let (line, col, width) = if jsonl {
+                (line_no, key_column(line_text, key), key.chars().count() + 2)
+            } else {
+                let (l, c) = places.get(key).copied().unwrap_or((line_no, row_col));
+                (l, c, 1)
+            };
+            let mut err = SourceError::at(path, text, line, col, width, message);
             err.key_path = Some(key.to_string());
             err
         };
+        if !row.cells.is_empty() {
+            if let Err(err) = decode_cells(row, &scores, &at) {
+                broken.push(*err);
+                continue;
+            }
+        }
+        let default_id = if jsonl || encoding == DatasetEncoding::Csv {
+            format!("row-{line_no}")
+        } else {
+            format!("row-{}", row.number)
+        };
+        let obj = std::mem::take(&mut row.obj);
         let result = match format {
-            DatasetFormat::Ragas => ragas_record(line_no, obj, &at).map(|(record, legacy)| {
-                if !legacy.is_empty() {
-                    legacy_records += 1;
-                    for old in legacy {
-                        if !legacy_used.contains(&old) {
-                            legacy_used.push(old);
+            DatasetFormat::Ragas => {
+                ragas_record(&default_id, obj, &at, &scores).map(|(record, legacy, extra)| {
+                    if !legacy.is_empty() {
+                        legacy_records += 1;
+                        for old in legacy {
+                            if !legacy_used.contains(&old) {
+                                legacy_used.push(old);
+                            }
                         }
                     }
-                }
-                record
-            }),
+                    if !extra.is_empty() {
+                        unknown_records += 1;
+                        for k in extra {
+                            if !unknown.contains(&k) {
+                                unknown.push(k);
+                            }
+                        }
+                    }
+                    record
+                })
+            }
             DatasetFormat::Trace => trace_record(line_no, obj, &at),
         };
         match result {
             Ok(record) => {
                 records.push(record);
-                lines.push(line_no);
+                lines.push((line_no, row_col));
             }
-            Err(err) => errors.push(*err),
+            Err(err) => broken.push(*err),
         }
     }
+    let mut errors = Vec::new();
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (r, &line_no) in records.iter().zip(&lines) {
+    for (r, &(line_no, col)) in records.iter().zip(&lines) {
         if let Some(first) = seen.insert(r.case.id.as_str(), line_no) {
             let line = text.lines().nth(line_no - 1).unwrap_or("");
             let mut err = SourceError::at(
                 path,
                 text,
                 line_no,
-                key_column(line, "id"),
+                if jsonl { key_column(line, "id") } else { col },
                 4,
                 format!("duplicate id `{}`", r.case.id),
             );
@@ -256,6 +527,16 @@ pub fn parse_dataset(
             err.help = Some(format!("ids must be unique; the first is on line {first}"));
             errors.push(err);
         }
+    }
+    let broken_share = if total_rows == 0 {
+        0.0
+    } else {
+        broken.len() as f64 / total_rows as f64
+    };
+    if !broken.is_empty() && broken_share > options.max_error_rate {
+        let mut all = broken;
+        all.extend(errors);
+        return Err(all);
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -275,15 +556,148 @@ pub fn parse_dataset(
             renames.join(", ")
         ));
     }
+    if !unknown.is_empty() {
+        let mut known: Vec<&str> = RAGAS_KEYS.to_vec();
+        known.extend(RAGAS_EXTRA);
+        let listed: Vec<String> = unknown
+            .iter()
+            .map(|k| match did_you_mean(k, known.iter().copied()) {
+                Some(s) => format!("`{k}` (did you mean `{s}`?)"),
+                None => format!("`{k}`"),
+            })
+            .collect();
+        warnings.push(format!(
+            "{path}: {} unknown key{} on {unknown_records} record{} kept as case metadata: {}",
+            unknown.len(),
+            if unknown.len() == 1 { "" } else { "s" },
+            if unknown_records == 1 { "" } else { "s" },
+            listed.join(", ")
+        ));
+    }
+    if !broken.is_empty() {
+        warnings.push(format!(
+            "{path}: skipped {} of {total_rows} rows ({:.1}%, within the allowed {:.1}% of --max-error-rate); the errors follow",
+            broken.len(),
+            broken_share * 100.0,
+            options.max_error_rate * 100.0
+        ));
+    }
     Ok(Dataset {
         records,
         format,
+        encoding,
         sha256: Sha256::digest(text.as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect(),
         warnings,
+        skipped: broken,
+        rows: total_rows,
+        external_scores: scores,
     })
+}
+
+/// Keys of a Ragas sample that are no score column.
+fn is_sample_key(key: &str) -> bool {
+    RAGAS_KEYS.contains(&key)
+        || RAGAS_EXTRA.contains(&key)
+        || RAGAS_LEGACY.iter().any(|(o, _)| *o == key)
+        || tabular::is_index_column(key)
+}
+
+/// The keys that hold Ragas scores: not a sample field, every value a number or absent, and
+/// at least one number (or a known Ragas metric name).
+fn score_columns(rows: &[SourceRow]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for r in rows {
+        for k in r.obj.keys().chain(r.cells.iter().map(|(k, _)| k)) {
+            if !is_sample_key(k) && !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys.retain(|k| {
+        let mut numbers = 0usize;
+        for r in rows {
+            if let Some(v) = r.obj.get(k) {
+                match v {
+                    Value::Number(_) => numbers += 1,
+                    Value::Null => {}
+                    Value::String(s) if tabular::is_absent(s) => {}
+                    _ => return false,
+                }
+            }
+            if let Some((_, c)) = r.cells.iter().find(|(name, _)| name == k) {
+                if tabular::number(c).is_some() {
+                    numbers += 1;
+                } else if !tabular::is_absent(c) && !matches!(c.trim(), "inf" | "-inf") {
+                    return false;
+                }
+            }
+        }
+        numbers > 0 || crate::external::is_ragas_metric(k)
+    });
+    keys
+}
+
+/// Ragas sample fields that are lists of strings.
+const LIST_FIELDS: &[&str] = &[
+    "retrieved_contexts",
+    "reference_contexts",
+    "contexts",
+    "ground_truths",
+    "retrieved_context_ids",
+    "reference_context_ids",
+    "multi_responses",
+    "reference_topics",
+];
+
+/// Turns a CSV row's cells into JSON values: list columns parsed ([`list_repr`]), score
+/// columns as numbers, absent cells as null, `metadata` as a JSON object.
+fn decode_cells(
+    row: &mut SourceRow,
+    scores: &[String],
+    at: &Locate<'_>,
+) -> Result<(), Box<SourceError>> {
+    for (key, cell) in std::mem::take(&mut row.cells) {
+        let value = if LIST_FIELDS.contains(&key.as_str()) {
+            match list_repr::parse_list(&cell) {
+                Ok(Some(items)) => Value::Array(items.into_iter().map(Value::String).collect()),
+                Ok(None) => Value::Null,
+                Err(e) => {
+                    let mut err = at(&key, format!("column `{key}`: broken list: {e}"));
+                    err.expected = Some(
+                        "a list of quoted strings: numpy `['a' 'b']`, Python `['a', 'b']` or JSON `[\"a\", \"b\"]`"
+                            .into(),
+                    );
+                    err.help = Some(
+                        "fix or remove this row; the other rows load up to --max-error-rate".into(),
+                    );
+                    return Err(Box::new(err));
+                }
+            }
+        } else if scores.contains(&key) {
+            tabular::number(&cell)
+                .and_then(serde_json::Number::from_f64)
+                .map_or(Value::Null, Value::Number)
+        } else if key == "metadata" && !tabular::is_absent(&cell) {
+            match serde_json::from_str::<Value>(&cell) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
+                    return Err(Box::new(at(
+                        &key,
+                        "column `metadata`: not a JSON object".to_string(),
+                    )))
+                }
+            }
+        } else if tabular::is_absent(&cell) && key != "id" {
+            Value::Null
+        } else {
+            Value::String(cell)
+        };
+        row.obj.insert(key, value);
+    }
+    Ok(())
 }
 
 type Locate<'a> = dyn Fn(&str, String) -> SourceError + 'a;
@@ -486,20 +900,56 @@ fn unknown_key(key: &str, known: &[&str], at: &Locate<'_>) -> Box<SourceError> {
     Box::new(err)
 }
 
-/// A Ragas record; also returns the legacy names it used.
+/// A Ragas record, the legacy names it used and the unknown keys it kept as metadata.
+type RagasRead = (Record, Vec<&'static str>, Vec<String>);
+
+/// A Ragas record; also returns the legacy names it used and the unknown keys it kept as
+/// metadata. `scores` are the file's score columns (to `metadata.external_scores`).
 fn ragas_record(
-    line_no: usize,
+    default_id: &str,
     mut obj: Map<String, Value>,
     at: &Locate<'_>,
-) -> Result<(Record, Vec<&'static str>), Box<SourceError>> {
+    scores: &[String],
+) -> Result<RagasRead, Box<SourceError>> {
     let mut legacy = Vec::new();
-    let mut known: Vec<&str> = RAGAS_KEYS.to_vec();
-    known.extend(RAGAS_LEGACY.iter().map(|(o, _)| *o));
-    if let Some(key) = obj.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(unknown_key(key, RAGAS_KEYS, at));
+    let mut external = Map::new();
+    for key in scores {
+        if let Some(v) = obj.shift_remove(key) {
+            let v = match v {
+                Value::Number(n) => Value::Number(n),
+                _ => Value::Null,
+            };
+            external.insert(key.clone(), v);
+        }
+    }
+    let mut extra = Map::new();
+    let mut unknown = Vec::new();
+    let keys: Vec<String> = obj.keys().cloned().collect();
+    for key in keys {
+        if RAGAS_EXTRA.contains(&key.as_str()) {
+            if let Some(v) = obj.shift_remove(&key) {
+                if !v.is_null() {
+                    extra.insert(key, v);
+                }
+            }
+        } else if !is_sample_key(&key) {
+            // An absent value (an empty CSV cell, null) of an unknown column says nothing.
+            if let Some(v) = obj.shift_remove(&key).filter(|v| !v.is_null()) {
+                extra.insert(key.clone(), v);
+                unknown.push(key);
+            }
+        }
+    }
+    if let Some(v) = obj.shift_remove("ground_truths") {
+        // One reference, or several acceptable ones.
+        let v = match v {
+            Value::Array(mut items) if items.len() == 1 => items.remove(0),
+            other => other,
+        };
+        obj.insert("ground_truths".into(), v);
     }
     for (old, new) in RAGAS_LEGACY {
-        if let Some(v) = obj.remove(*old) {
+        if let Some(v) = obj.shift_remove(*old) {
             if obj.contains_key(*new) {
                 let mut err = at(
                     old,
@@ -512,7 +962,10 @@ fn ragas_record(
             legacy.push(*old);
         }
     }
-    let id = record_id(&obj, line_no, at)?;
+    let id = match obj.get("id") {
+        None | Some(Value::Null) => default_id.to_string(),
+        _ => record_id(&obj, 0, at)?,
+    };
     let question = match obj.get("user_input") {
         Some(Value::String(s)) => s.clone(),
         Some(_) => {
@@ -536,8 +989,9 @@ fn ragas_record(
         None | Some(Value::Null) => None,
         Some(v) => Some(strings(v, "reference_contexts", at)?),
     };
-    let metadata = metadata_of(&obj, at)?;
+    let mut metadata = metadata_of(&obj, at)?;
     let mut candidates: Vec<Passage> = retrieved.iter().map(|t| text_passage(t)).collect();
+    name_by_ids(&mut candidates, extra.get("retrieved_context_ids"));
     if let Some(list) = context_metadata(
         &metadata,
         "retrieved_contexts_metadata",
@@ -548,9 +1002,11 @@ fn ragas_record(
             apply_metadata(p, m);
         }
     }
-    let mut gold: Option<Vec<Passage>> = reference_contexts
-        .as_ref()
-        .map(|refs| refs.iter().map(|t| text_passage(t)).collect());
+    let mut gold: Option<Vec<Passage>> = reference_contexts.as_ref().map(|refs| {
+        let mut gold: Vec<Passage> = refs.iter().map(|t| text_passage(t)).collect();
+        name_by_ids(&mut gold, extra.get("reference_context_ids"));
+        gold
+    });
     if let Some(gold) = gold.as_mut() {
         if let Some(list) =
             context_metadata(&metadata, "reference_contexts_metadata", gold.len(), at)?
@@ -601,6 +1057,15 @@ fn ragas_record(
         return Err(Box::new(bad_word(bad, at)));
     }
     let claims = claims_of(metadata.get("claims"), "metadata", at)?;
+    for (k, v) in extra {
+        metadata.entry(k).or_insert(v);
+    }
+    if !external.is_empty() {
+        metadata.insert(
+            crate::external::METADATA_KEY.into(),
+            Value::Object(external),
+        );
+    }
     let mut input = Map::new();
     input.insert("question".to_string(), Value::String(question));
     let case = Case {
@@ -649,7 +1114,24 @@ fn ragas_record(
     }
     trace.generation = Some(generation);
     trace.claims = claims;
-    Ok((Record { case, trace }, legacy))
+    Ok((Record { case, trace }, legacy, unknown))
+}
+
+/// Names passages by Ragas' `*_context_ids` when there is one id per passage.
+fn name_by_ids(passages: &mut [Passage], ids: Option<&Value>) {
+    let Some(Value::Array(ids)) = ids else {
+        return;
+    };
+    if ids.len() != passages.len() {
+        return;
+    }
+    for (p, id) in passages.iter_mut().zip(ids) {
+        match id {
+            Value::String(s) if !s.is_empty() => p.doc_id = s.clone(),
+            Value::Number(n) => p.doc_id = n.to_string(),
+            _ => {}
+        }
+    }
 }
 
 /// Fills `doc_id` of passages known only by their text (a string or `{text}` without id).
@@ -841,16 +1323,199 @@ mod tests {
     }
 
     #[test]
-    fn unknown_key_is_located_with_a_suggestion() {
-        let text = "{\"user_input\":\"q\"}\n{\"user_input\":\"q\",\"retrieved_context\":[]}\n";
-        let errs = parse_dataset("d.jsonl", text, None).unwrap_err();
-        assert_eq!(errs.len(), 1);
-        assert_eq!(errs[0].location(), "d.jsonl:2:19");
-        assert_eq!(errs[0].message, "unknown key `retrieved_context`");
+    fn unknown_keys_go_to_metadata_with_one_warning() {
+        let text = "{\"user_input\":\"q\",\"faithfulness\":0.5}\n{\"user_input\":\"q\",\"retrieved_context\":[],\"faithfulness\":null,\"run\":\"a\"}\n{\"user_input\":\"q\",\"run\":\"b\"}\n";
+        let d = parse_dataset("d.jsonl", text, None).unwrap();
+        assert_eq!(d.warnings.len(), 1);
         assert_eq!(
-            errs[0].help.as_deref(),
-            Some("did you mean `retrieved_contexts`?")
+            d.warnings[0],
+            "d.jsonl: 2 unknown keys on 2 records kept as case metadata: `retrieved_context` (did you mean `retrieved_contexts`?), `run`"
         );
+        assert_eq!(d.records[1].case.metadata["run"], "a");
+        assert_eq!(d.external_scores, ["faithfulness"]);
+        assert_eq!(
+            d.records[0].case.metadata["external_scores"],
+            json!({"faithfulness": 0.5})
+        );
+        assert_eq!(
+            d.records[1].case.metadata["external_scores"],
+            json!({"faithfulness": null})
+        );
+        assert!(!d.records[2].case.metadata.contains_key("external_scores"));
+    }
+
+    fn opts(encoding: DatasetEncoding, max_error_rate: f64) -> ReadOptions {
+        ReadOptions {
+            format: None,
+            encoding: Some(encoding),
+            max_error_rate,
+        }
+    }
+
+    #[test]
+    fn ragas_csv_with_numpy_lists_and_scores() {
+        let text = ",user_input,retrieved_contexts,response,reference,faithfulness,note\n0,q1?,\"['A one' 'B \"\"two\"\"'\n 'C']\",r1,g1,0.5,x\n1,q2?,\"['D', 'E']\",r2,,,\n2,q3?,,\"multi\nline\",g3,1.0,y\n";
+        let d = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.records.len(), 3);
+        let c = &d.records[0].trace.retrieval.as_ref().unwrap().candidates;
+        let texts: Vec<&str> = c.iter().map(|p| p.text.as_deref().unwrap()).collect();
+        assert_eq!(texts, ["A one", "B \"two\"", "C"]);
+        assert_eq!(d.records[0].case.id, "row-2");
+        assert_eq!(d.records[1].case.id, "row-4");
+        assert_eq!(d.records[1].case.expected.answer, None);
+        assert_eq!(d.records[2].trace.answer(), Some("multi\nline"));
+        assert_eq!(d.external_scores, ["faithfulness"]);
+        assert_eq!(
+            d.records[1].case.metadata["external_scores"]["faithfulness"],
+            Value::Null
+        );
+        assert_eq!(d.records[0].case.metadata["note"], "x");
+        assert!(
+            d.warnings[0].contains("1 unknown key on 2 records"),
+            "{:?}",
+            d.warnings
+        );
+    }
+
+    #[test]
+    fn broken_list_cells_skip_their_row_up_to_the_error_rate() {
+        let text = "user_input,retrieved_contexts\nq1,['a' 'b']\nq2,\"['a', 'b\"\nq3,['c']\n";
+        let errs = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.0),
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].location(), "r.csv:3:1");
+        assert_eq!(errs[0].key_path.as_deref(), Some("retrieved_contexts"));
+        assert!(
+            errs[0]
+                .message
+                .starts_with("column `retrieved_contexts`: broken list: a string is not closed"),
+            "{}",
+            errs[0].message
+        );
+        let d = parse_text(
+            "r.csv",
+            text,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 0.5),
+        )
+        .unwrap();
+        assert_eq!(d.records.len(), 2);
+        assert_eq!(d.skipped.len(), 1);
+        assert_eq!(d.rows, 3);
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("skipped 1 of 3 rows (33.3%, within the allowed 50.0%")),
+            "{:?}",
+            d.warnings
+        );
+    }
+
+    #[test]
+    fn hugging_face_columns_and_pandas_orients() {
+        let hf = r#"{"question": ["q1", "q2"], "contexts": [["a", "b"], ["c"]], "ground_truths": [["g1"], ["g2", "g2b"]], "answer": ["a1", "a2"]}"#;
+        let d = parse_text(
+            "amnesty.json",
+            hf,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.records.len(), 2);
+        assert_eq!(d.records[0].case.id, "row-1");
+        assert_eq!(d.records[0].case.expected.answer, Some(Value::from("g1")));
+        assert_eq!(
+            d.records[1].case.expected.answer,
+            Some(json!(["g2", "g2b"]))
+        );
+        assert!(
+            d.warnings[0].contains("ground_truths → reference"),
+            "{:?}",
+            d.warnings
+        );
+        let columns = r#"{"user_input":{"0":"q1","1":"q2"},"response":{"0":"r1","1":"r2"},"faithfulness":{"0":0.25,"1":null}}"#;
+        let d = parse_text(
+            "c.json",
+            columns,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.records[1].trace.answer(), Some("r2"));
+        assert_eq!(
+            d.records[0].case.metadata["external_scores"]["faithfulness"],
+            0.25
+        );
+        let records = "[{\"user_input\":\"q1\",\"response\":\"r1\"},\n {\"user_input\":\"q2\",\"retrieved_contexts\":\"x\"}]";
+        let errs = parse_text(
+            "r.json",
+            records,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap_err();
+        assert_eq!(errs[0].location(), "r.json:2:42");
+        let split = r#"{"columns":["user_input","response"],"index":[0],"data":[["q","r"]]}"#;
+        let d = parse_text(
+            "s.json",
+            split,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.records[0].trace.answer(), Some("r"));
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), hf.as_bytes()),
+            DatasetEncoding::Json
+        );
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), b"{\"user_input\":\"q\"}\n"),
+            DatasetEncoding::Jsonl
+        );
+        assert_eq!(
+            DatasetEncoding::detect(std::path::Path::new("x"), b"user_input,response\n"),
+            DatasetEncoding::Csv
+        );
+    }
+
+    #[test]
+    fn multi_turn_samples_are_refused_with_the_line() {
+        let text =
+            "{\"user_input\":\"q\"}\n{\"user_input\":[{\"content\":\"hi\",\"type\":\"human\"}]}\n";
+        let errs = parse_text(
+            "m.jsonl",
+            text,
+            DatasetEncoding::Jsonl,
+            &opts(DatasetEncoding::Jsonl, 1.0),
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].location(), "m.jsonl:2:2");
+        assert!(
+            errs[0].message.contains("multi-turn"),
+            "{}",
+            errs[0].message
+        );
+        let csv = "user_input,reference\n\"[{'content': 'hi', 'type': 'human'}]\",x\n";
+        let errs = parse_text(
+            "m.csv",
+            csv,
+            DatasetEncoding::Csv,
+            &opts(DatasetEncoding::Csv, 1.0),
+        )
+        .unwrap_err();
+        assert_eq!(errs[0].location(), "m.csv:2:1");
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod context;
 pub mod dataset;
 pub mod diagnosis;
 pub mod error;
+pub mod external;
 pub mod gate;
 pub mod history;
 pub mod identity;

@@ -221,6 +221,37 @@ pub struct RunSummary {
     /// the run finishes; empty when every criterion is within the rate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incomplete_criteria: Vec<IncompleteCriterion>,
+    /// Scores recorded by another tool in the dataset (Ragas' metric columns), each beside the
+    /// criterion computing the same metric, with their agreement; empty without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_scores: Vec<ExternalScoreSummary>,
+}
+
+/// One external score column of a recorded dataset, and how far it agrees with ours.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExternalScoreSummary {
+    /// The column (`faithfulness`, `factual_correctness(mode=f1)`, …).
+    pub column: String,
+    /// Our criterion computing the same metric (see `crate::external::ours_for`); `None`
+    /// when the run has none.
+    pub criterion: Option<String>,
+    /// Cases carrying the column.
+    pub cases: u64,
+    /// Of those, cases with a number (not NaN / empty).
+    pub defined: u64,
+    /// Mean of the defined values.
+    pub mean: Option<f64>,
+    /// Cases where both sides have a value (ours: a score, or pass = 1 / fail = 0).
+    pub pairs: u64,
+    /// Spearman's ρ over the pairs (ties averaged); `None` below two pairs or for a constant
+    /// side.
+    pub spearman: Option<f64>,
+    /// Mean of `|ours − theirs|` over the pairs.
+    pub mean_abs_diff: Option<f64>,
+    /// Cases where ours has a value and theirs is NaN / absent.
+    pub ours_only: u64,
+    /// Cases where theirs has a value and ours is missing or excluded.
+    pub theirs_only: u64,
 }
 
 /// A criterion whose verdict is missing on more than `max_error_rate` of the cases it applies

@@ -55,6 +55,7 @@ pub mod dry_run;
 pub mod error;
 pub mod evaluators;
 pub mod execute;
+pub mod external;
 pub mod gate;
 pub mod generate;
 pub mod history;

@@ -291,6 +291,11 @@ pub fn summarize_run(
         &outcomes,
     );
     summary.judges = judged.then_some(usage);
+    let typed: Vec<(String, String)> = evaluators
+        .iter()
+        .map(|e| (e.criterion().to_string(), e.identity().type_name.clone()))
+        .collect();
+    summary.external_scores = crate::external::external_scores(&typed, &outcomes);
     Ok(summary)
 }
 

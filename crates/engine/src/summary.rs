@@ -406,6 +406,7 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         judges: None,
         repeat_agreement: repeat_agreement(inputs.criteria, outcomes),
         incomplete_criteria: Vec::new(),
+        external_scores: Vec::new(),
     }
 }
 

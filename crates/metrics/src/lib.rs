@@ -56,5 +56,6 @@ pub mod ingest;
 pub mod ontology;
 pub mod pii;
 pub mod rag;
+pub mod ragas;
 pub mod ranking;
 pub mod text;

@@ -144,12 +144,12 @@ fn fold(s: &str) -> String {
 }
 
 /// Whitespace as Python's `str.split()` sees it: Unicode `White_Space` plus U+001C–U+001F.
-fn is_python_space(c: char) -> bool {
+pub(crate) fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// Python's `str.split()` with no argument: non-empty runs between whitespace.
-fn python_split(s: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn python_split(s: &str) -> impl Iterator<Item = &str> {
     s.split(is_python_space).filter(|t| !t.is_empty())
 }
 

@@ -374,6 +374,7 @@ pub fn failing_cases(run: &LoadedRun) -> Vec<&(Case, Option<Trace>, Vec<Criterio
 pub fn run_html(run: &LoadedRun, summary: &RunSummary) -> String {
     let mut body = format!("<h1>Oloproof run report</h1>\n{}", run_header(run, summary));
     body.push_str(&criteria_section(summary));
+    body.push_str(&external_scores_section(summary));
     body.push_str(&slices_section(summary));
     body.push_str(&latency_section(summary));
     let failing = failing_cases(run);
@@ -390,6 +391,36 @@ pub fn run_html(run: &LoadedRun, summary: &RunSummary) -> String {
         body.push_str(&case_html(case, trace.as_ref(), verdicts, ""));
     }
     page(&format!("Oloproof report {}", run.record.id), &body)
+}
+
+/// The dataset's external scores (Ragas' columns) beside ours, as in
+/// [`crate::external_scores_table`]; empty without any.
+pub fn external_scores_section(summary: &RunSummary) -> String {
+    if summary.external_scores.is_empty() {
+        return String::new();
+    }
+    let f = |x: Option<f64>| x.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
+    let mut out = String::from(
+        "<h2>External scores (recorded in the dataset) beside ours</h2>\n<table>\n<tr><th>column</th><th>our criterion</th><th>theirs (mean)</th><th>pairs</th><th>Spearman ρ</th><th>mean |Δ|</th><th>one side only</th></tr>\n",
+    );
+    for e in &summary.external_scores {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{} ({} / {} cases)</td><td>{}</td><td>{}</td><td>{}</td><td>{} ours · {} theirs</td></tr>",
+            escape(&e.column),
+            escape(e.criterion.as_deref().unwrap_or("— (no evaluator)")),
+            f(e.mean),
+            e.defined,
+            e.cases,
+            e.pairs,
+            f(e.spearman),
+            f(e.mean_abs_diff),
+            e.ours_only,
+            e.theirs_only
+        );
+    }
+    out.push_str("</table>\n");
+    out
 }
 
 /// The run's identity and settings as a `<dl>`: system, status, cases, depth, top_k, budget,

@@ -180,6 +180,50 @@ pub fn failure_mode_lines(summary: &RunSummary) -> String {
     out
 }
 
+/// The external scores of a recorded dataset (Ragas' columns) beside our criterion of the same
+/// metric: their mean, the pairs where both sides have a value, Spearman's ρ, the mean absolute
+/// difference and the cases where only one side has a value. `None` without external scores.
+pub fn external_scores_table(summary: &RunSummary) -> Option<String> {
+    if summary.external_scores.is_empty() {
+        return None;
+    }
+    let mut t = table(&[
+        "column",
+        "our criterion",
+        "theirs (mean)",
+        "ours (mean)",
+        "pairs",
+        "Spearman ρ",
+        "mean |Δ|",
+        "one side only",
+    ]);
+    let f = |x: Option<f64>| x.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
+    for e in &summary.external_scores {
+        let ours = e
+            .criterion
+            .as_ref()
+            .and_then(|c| summary.criteria.iter().find(|s| &s.criterion == c))
+            .and_then(|c| c.value);
+        t.add_row(vec![
+            e.column.clone(),
+            e.criterion
+                .clone()
+                .unwrap_or_else(|| "— (no evaluator)".into()),
+            format!("{} ({} / {} cases)", f(e.mean), e.defined, e.cases),
+            f(ours),
+            e.pairs.to_string(),
+            f(e.spearman),
+            f(e.mean_abs_diff),
+            if e.criterion.is_some() {
+                format!("{} ours · {} theirs", e.ours_only, e.theirs_only)
+            } else {
+                "—".into()
+            },
+        ]);
+    }
+    Some(t.to_string())
+}
+
 /// The whole `oloproof run` report.
 pub fn run_report(summary: &RunSummary) -> String {
     let mut out = format!(
@@ -212,6 +256,11 @@ pub fn run_report(summary: &RunSummary) -> String {
         ));
     }
     out.push_str(&failure_mode_lines(summary));
+    if let Some(t) = external_scores_table(summary) {
+        out.push_str("External scores (recorded in the dataset) beside ours\n");
+        out.push_str(&t);
+        out.push('\n');
+    }
     if summary.errors > 0 {
         out.push_str(&format!(
             "Errors: {} of {} cases ended in an error; their criteria are counted as missing (oloproof show {} --case ID)\n",

@@ -70,6 +70,26 @@ pub fn run_markdown(run: &LoadedRun, summary: &RunSummary) -> String {
             counts_cell(c)
         );
     }
+    if !summary.external_scores.is_empty() {
+        let f = |x: Option<f64>| x.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
+        out.push_str("\n**External scores (recorded in the dataset) beside ours**\n\n| column | our criterion | theirs (mean) | pairs | Spearman ρ | mean \\|Δ\\| | one side only |\n|---|---|---:|---:|---:|---:|---|\n");
+        for e in &summary.external_scores {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} ({} / {}) | {} | {} | {} | {} ours · {} theirs |",
+                cell(&e.column),
+                cell(e.criterion.as_deref().unwrap_or("—")),
+                f(e.mean),
+                e.defined,
+                e.cases,
+                e.pairs,
+                f(e.spearman),
+                f(e.mean_abs_diff),
+                e.ours_only,
+                e.theirs_only
+            );
+        }
+    }
     let failing = failing_cases(run);
     let _ = writeln!(
         out,

@@ -27,6 +27,7 @@ pub mod entity_grounding;
 pub mod judged;
 pub mod llm_judges;
 pub mod ragas;
+pub mod ragas_non_llm;
 pub mod ranking;
 pub mod rubrex;
 pub mod rules;
@@ -184,6 +185,13 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     rules::max_length::SPEC,
     rules::pii_in_answer::SPEC,
     classifier::SPEC,
+    ragas_non_llm::CONTEXT_PRECISION,
+    ragas_non_llm::CONTEXT_RECALL,
+    ragas_non_llm::STRING_SIMILARITY,
+    ragas_non_llm::BLEU_SCORE,
+    ragas_non_llm::ROUGE_SCORE,
+    ragas_non_llm::EXACT_MATCH,
+    ragas_non_llm::STRING_PRESENCE,
 ];
 
 /// The evaluator type names, in registry order.
