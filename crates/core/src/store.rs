@@ -851,7 +851,7 @@ pub fn redact_url(url: &str) -> String {
             let query: Vec<String> = query
                 .split('&')
                 .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k == "password" => "password=***".to_string(),
+                    Some(("password", _)) => "password=***".to_string(),
                     _ => kv.to_string(),
                 })
                 .collect();

@@ -107,6 +107,7 @@ fn sqlite() -> Backend {
 }
 
 /// A fresh database on the test server, or `None` (skipped) without one.
+#[allow(clippy::print_stderr)] // says why the test did nothing
 fn postgres() -> Option<Backend> {
     let Ok(url) = std::env::var("OLOPROOF_TEST_POSTGRES") else {
         assert!(
@@ -347,15 +348,22 @@ fn resume_takes_over_unexpired_leases(b: &Backend) {
 fn a_case_past_max_attempts_is_handed_back_exhausted(b: &Backend) {
     let mut s = b.store();
     let run = new_run(s.as_mut(), "run_max", 1);
-    let w = WorkerId::from("w");
     let capped = |w| Claim {
         respect_leases: false,
         max_attempts: Some(2),
         ..claim(w, 10, LEASE)
     };
-    assert!(!s.claim_batch(&run, &capped(&w)).unwrap()[0].exhausted);
-    assert!(!s.claim_batch(&run, &capped(&w)).unwrap()[0].exhausted);
-    let third = &s.claim_batch(&run, &capped(&w)).unwrap()[0];
+    // Three workers in turn, each taking the case over from the one before.
+    let (w1, w2, w3) = (
+        WorkerId::from("w1"),
+        WorkerId::from("w2"),
+        WorkerId::from("w3"),
+    );
+    assert!(!s.claim_batch(&run, &capped(&w1)).unwrap()[0].exhausted);
+    assert!(!s.claim_batch(&run, &capped(&w2)).unwrap()[0].exhausted);
+    // A worker never claims again a case it holds.
+    assert!(s.claim_batch(&run, &capped(&w2)).unwrap().is_empty());
+    let third = &s.claim_batch(&run, &capped(&w3)).unwrap()[0];
     assert_eq!(third.attempt, 3);
     assert!(third.exhausted);
 }

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 /// The server's URL, or `None` (the test is skipped) without one; under
 /// `OLOPROOF_REQUIRE_REFERENCES=1` a missing server fails the test.
+#[allow(clippy::print_stderr)] // says why the test did nothing
 pub fn server() -> Option<String> {
     match std::env::var("OLOPROOF_TEST_POSTGRES") {
         Ok(url) => Some(url),
