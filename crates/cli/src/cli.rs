@@ -63,6 +63,12 @@ pub(crate) enum Command {
     Generate(crate::generate_cmd::GenerateArgs),
     /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses).
     View(crate::view_cmd::ViewArgs),
+    /// Execute a run's pending cases with other workers sharing it (a Postgres store): claims
+    /// batches under a lease until none is left.
+    #[command(after_help = exit_codes::HELP)]
+    Worker(crate::worker_cmd::WorkerArgs),
+    /// Move runs between stores (`store copy SRC DST`: SQLite to Postgres and back).
+    Store(crate::store_cmd::StoreCommandArgs),
 }
 
 /// Where the config (and so the store) is.
@@ -71,6 +77,41 @@ pub(crate) struct ConfigLocation {
     /// The config file (default: DIR/oloproof.yaml, or ./oloproof.yaml).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// The run store, instead of the config's `store:`: a SQLite file, or
+    /// `postgres://user@host/db` (the password from PGPASSWORD, or the variable named by
+    /// `?password_env=NAME`; never in the URL).
+    #[arg(long, value_name = "PATH|URL")]
+    pub(crate) store: Option<String>,
+}
+
+impl ConfigLocation {
+    /// `--store` read as a location (a path relative to the current directory).
+    pub(crate) fn store_flag(
+        &self,
+    ) -> Result<Option<oloproof_core::store::StoreLocation>, std::io::Error> {
+        use oloproof_core::store::StoreLocation;
+        Ok(match &self.store {
+            None => None,
+            Some(s) if StoreLocation::is_url(s) => Some(StoreLocation::Postgres(s.clone())),
+            Some(s) => Some(StoreLocation::Sqlite(std::path::absolute(s)?)),
+        })
+    }
+
+    /// Puts `--store` in place of the config's `store:`.
+    pub(crate) fn apply_store(
+        &self,
+        config: &mut oloproof_core::config::ProjectConfig,
+    ) -> Result<(), std::io::Error> {
+        use oloproof_core::store::StoreLocation;
+        match self.store_flag()? {
+            None => {}
+            Some(StoreLocation::Postgres(url)) => config.options.store = Some(url),
+            Some(StoreLocation::Sqlite(path)) => {
+                config.options.store = Some(path.display().to_string())
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +170,10 @@ pub(crate) struct RunArgs {
     /// Seed of `--sample` (default 0).
     #[arg(long, value_name = "S", requires = "sample")]
     pub(crate) seed: Option<u64>,
+    /// Record the run and return its id without executing it: `oloproof worker --run ID`
+    /// processes execute it (on a shared Postgres store, from any machine).
+    #[arg(long)]
+    pub(crate) detach: bool,
 }
 
 /// Formats of `run --dataset`.

@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 use oloproof_core::case::{load_cases, Case};
 use oloproof_core::config::{ConfigError, ProjectConfig};
 use oloproof_core::dataset::{load_dataset_with, DatasetEncoding, DatasetFormat, ReadOptions};
+use oloproof_core::store::{Store, StoreLocation};
 use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::project::{load_config, RunOverrides};
 use oloproof_engine::recorded::start_recorded_run;
 use oloproof_engine::run::{resume_run, start_run, summarize_stored, EngineEvaluators, RunFlags};
 use oloproof_engine::EngineError;
-use oloproof_store::{SqliteStore, StoreError};
+use oloproof_store::StoreError;
 
 use crate::cli::{
     CalibrateArgs, Cli, Command, ConfigLocation, DiagnoseArgs, InspectArgs, InterventionArg,
@@ -42,18 +43,14 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) | CliError::Config(_) | CliError::Trec(_) => exit_codes::USAGE,
-            CliError::Store(StoreError::UnknownRun(_) | StoreError::BusyTimeout { .. }) => {
-                exit_codes::USAGE
-            }
+            CliError::Store(e) if e.is_usage() => exit_codes::USAGE,
             CliError::Store(_) | CliError::Output(_) => exit_codes::INCOMPLETE,
             CliError::Engine(e) => match e {
                 EngineError::Config(_)
                 | EngineError::Cases(_)
                 | EngineError::NotResumable { .. }
                 | EngineError::Usage(_) => exit_codes::USAGE,
-                EngineError::Store(StoreError::UnknownRun(_) | StoreError::BusyTimeout { .. }) => {
-                    exit_codes::USAGE
-                }
+                EngineError::Store(e) if e.is_usage() => exit_codes::USAGE,
                 _ => exit_codes::INCOMPLETE,
             },
         }
@@ -89,6 +86,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Generate(args) => crate::generate_cmd::generate(args),
         Command::View(args) => crate::view_cmd::view(args),
         Command::Report(args) => crate::report_cmd::report(args),
+        Command::Worker(args) => crate::worker_cmd::worker(args),
+        Command::Store(args) => crate::store_cmd::store(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;
@@ -134,7 +133,9 @@ pub(crate) fn load(
     dir: Option<&Path>,
     overrides: &[String],
 ) -> Result<ProjectConfig, CliError> {
-    Ok(load_config(&config_path(location, dir)?, overrides)?)
+    let mut config = load_config(&config_path(location, dir)?, overrides)?;
+    location.apply_store(&mut config)?;
+    Ok(config)
 }
 
 fn print_summary(summary: &RunSummary, json: bool) -> Result<(), CliError> {
@@ -171,14 +172,27 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         no_cache: args.no_cache,
         max_error_rate: args.max_error_rate,
         max_cost: args.max_cost,
+        detach: args.detach,
     };
+    if args.detach && (args.resume.is_some() || args.dataset.is_some()) {
+        return Err(CliError::Usage(
+            "--detach records a new run of the system for `oloproof worker` processes to execute; \
+             it does not combine with --resume or --dataset"
+                .into(),
+        ));
+    }
     let mut progress = Progress::for_terminal();
     let mut config = match &args.dataset {
         Some(file) => oloproof_engine::project::load_config_for_dataset(
             &config_path(&args.location, args.dir.as_deref())?,
             &args.overrides,
             &std::path::absolute(file)?,
-        )?,
+        )
+        .map_err(CliError::from)
+        .and_then(|mut config| {
+            args.location.apply_store(&mut config)?;
+            Ok(config)
+        })?,
         None => load(&args.location, args.dir.as_deref(), &args.overrides)?,
     };
     RunOverrides {
@@ -193,7 +207,7 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         return dry_run(&config);
     }
     // Ctrl-C / SIGTERM from here on: the run is marked interrupted, with how to resume.
-    crate::interrupt::watch(config.store_path());
+    crate::interrupt::watch(config.store_location());
     let sample = config.options.sample.filter(|_| args.resume.is_none());
     let mut sample_line = None;
     let mut take_sample = |ids: Vec<&str>| -> std::collections::HashSet<String> {
@@ -210,7 +224,7 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         chosen
     };
     let outcome = match &args.resume {
-        Some(run_id) => resume_run(&config.store_path(), run_id, flags, &mut progress),
+        Some(run_id) => resume_run(&config.store_location(), run_id, flags, &mut progress),
         None => match config.dataset_path() {
             Some(path) => {
                 use crate::cli::DatasetFormatArg as F;
@@ -262,6 +276,9 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
     };
     progress.finish();
     let outcome = outcome?;
+    if args.detach {
+        return crate::worker_cmd::print_detached(&outcome, &config.store_location(), args.json);
+    }
     if let Some(line) = &sample_line {
         if args.json {
             writeln!(std::io::stderr().lock(), "{line}")?;
@@ -274,7 +291,7 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
         if let Some(path) = crate::history_cmd::history_path(args.history.as_deref(), Some(&config))
         {
             crate::history_cmd::append_after_run(
-                &config.store_path(),
+                &config.store_location(),
                 &outcome.run_id,
                 &path,
                 &config.dir,
@@ -329,47 +346,50 @@ pub(crate) fn write_incomplete(outcome: &oloproof_engine::run::RunOutcome) -> st
     Ok(())
 }
 
-/// The path of the run store (which may not exist yet), found from `--config`, a project
-/// folder or the current directory. Only the config's `store:` is read: a folder whose config
-/// has neither `system:` nor `dataset:` (after `run --dataset` from it) still has runs to show.
-pub(crate) fn store_path(
+/// The run store (which may not exist yet): `--store`, else the `store:` of the config found
+/// from `--config`, a project folder or the current directory. Only the config's `store:` is
+/// read: a folder whose config has neither `system:` nor `dataset:` (after `run --dataset`
+/// from it) still has runs to show.
+pub(crate) fn store_location(
     location: &ConfigLocation,
     dir: Option<&Path>,
-) -> Result<PathBuf, CliError> {
-    Ok(oloproof_core::config::store_path_of(&config_path(
+) -> Result<StoreLocation, CliError> {
+    if let Some(store) = location.store_flag()? {
+        return Ok(store);
+    }
+    Ok(oloproof_core::config::store_location_of(&config_path(
         location, dir,
     )?)?)
 }
 
-/// The path of an existing run store, found from `--config`, a project folder or the current
-/// directory.
-pub(crate) fn existing_store_path(
+/// An existing run store (see [`store_location`]): a SQLite file that is not there yet is a
+/// usage error.
+pub(crate) fn existing_store(
     location: &ConfigLocation,
     dir: Option<&Path>,
-) -> Result<PathBuf, CliError> {
-    let path = store_path(location, dir)?;
-    if !path.exists() {
+) -> Result<StoreLocation, CliError> {
+    let store = store_location(location, dir)?;
+    if !oloproof_store::exists(&store) {
         return Err(CliError::Usage(format!(
-            "no run store at {} yet; start a run with `oloproof run`",
-            path.display()
+            "no run store at {store} yet; start a run with `oloproof run`"
         )));
     }
-    Ok(path)
+    Ok(store)
 }
 
-/// The existing run store (see [`existing_store_path`]).
+/// The existing run store (see [`existing_store`]).
 pub(crate) fn open_store(
     location: &ConfigLocation,
     dir: Option<&Path>,
-) -> Result<SqliteStore, CliError> {
-    Ok(SqliteStore::open(&existing_store_path(location, dir)?)?)
+) -> Result<Box<dyn Store>, CliError> {
+    Ok(oloproof_store::open(&existing_store(location, dir)?)?)
 }
 
 /// Refuses (exit 2) a policy that decides on a judged criterion of `run` whose judge has no
 /// passing calibration (`oloproof calibrate`): `what` says which policy (`the policy gates
 /// on`, `the gate's threshold is on`).
 pub(crate) fn refuse_uncalibrated(
-    store: &SqliteStore,
+    store: &dyn Store,
     run: &oloproof_core::run::LoadedRun,
     criteria: &[String],
     what: &str,
@@ -413,7 +433,7 @@ fn runs(args: StoreArgs) -> Result<u8, CliError> {
 
 fn show(args: ShowArgs) -> Result<u8, CliError> {
     let store = open_store(&args.location, args.dir.as_deref())?;
-    let record = store.run(&args.run_id)?;
+    let record = store.run(&args.run_id.as_str().into())?;
     let mut out = std::io::stdout().lock();
     let Some(case_id) = &args.case else {
         let summary = match record
@@ -422,7 +442,7 @@ fn show(args: ShowArgs) -> Result<u8, CliError> {
             .and_then(|s| serde_json::from_str::<RunSummary>(s).ok())
         {
             Some(s) => s,
-            None => summarize_stored(&store, &record.id, CacheCounts::default())?,
+            None => summarize_stored(store.as_ref(), &record.id, CacheCounts::default())?,
         };
         if args.json {
             writeln!(
@@ -519,10 +539,10 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
             InterventionKind::Reranker { reranker }
         }
     };
-    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
+    let location = existing_store(&args.location, args.dir.as_deref())?;
     let mut progress = Progress::for_terminal();
     let result = oloproof_engine::diagnose::diagnose(
-        &store_path,
+        &location,
         &args.run_id,
         &args.criterion,
         kind,
@@ -561,7 +581,9 @@ fn inspect(args: InspectArgs) -> Result<u8, CliError> {
                 writeln!(out, "{}", to_json_text(serde_json::to_value(&c))?)?;
                 return Ok(exit_codes::SUCCESS);
             }
-        } else if let Some(text) = crate::compare_cmd::render_comparison_cases(&store, &args.id)? {
+        } else if let Some(text) =
+            crate::compare_cmd::render_comparison_cases(store.as_ref(), &args.id)?
+        {
             write!(out, "{text}")?;
             return Ok(exit_codes::SUCCESS);
         }
@@ -769,11 +791,11 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
             )?
         };
     let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
-    let store_path = config.store_path();
-    let mut store = SqliteStore::open(&store_path)?;
+    let location = config.store_location();
+    let mut store = oloproof_store::open(&location)?;
     let c = oloproof_engine::calibrate::calibrate(
-        &mut store,
-        &store_path,
+        store.as_mut(),
+        &location,
         &config.options.judges,
         &args.judge,
         evaluator.as_ref(),
@@ -798,10 +820,10 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
 }
 
 fn lost_in_the_middle(args: LostInTheMiddleArgs) -> Result<u8, CliError> {
-    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
+    let location = existing_store(&args.location, args.dir.as_deref())?;
     let mut progress = Progress::for_terminal();
     let result = oloproof_engine::position::lost_in_the_middle(
-        &store_path,
+        &location,
         &args.run_id,
         &args.criterion,
         args.distractors,

@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 use oloproof_core::comparison::{Gate, PairwiseComparison, PairwiseOptions};
 use oloproof_core::config::ConfigError;
 use oloproof_core::run::LoadedRun;
+use oloproof_core::store::{Store, StoreLocation};
 use oloproof_engine::compare::{compare_with_pairwise, record_comparison, CompareError, Policy};
 use oloproof_engine::judged::{JudgeRegistry, StoreJudgeCache};
 use oloproof_engine::pairwise::{self, PairwiseSetup};
 use oloproof_engine::run::EngineEvaluators;
-use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
-use crate::commands::{existing_store_path, load, refuse_uncalibrated, CliError};
+use crate::commands::{existing_store, load, refuse_uncalibrated, CliError};
 use crate::exit_codes;
 
 #[derive(clap::Args, Debug)]
@@ -66,8 +66,8 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
     if let Some(judge) = &args.pairwise {
         policy = policy.with_pairwise_judge(judge);
     }
-    let store_path = existing_store_path(&args.location, args.dir.as_deref())?;
-    let mut store = SqliteStore::open(&store_path)?;
+    let location = existing_store(&args.location, args.dir.as_deref())?;
+    let mut store = oloproof_store::open(&location)?;
     let candidate = store.load_run(&args.candidate, &EngineEvaluators)?;
     let baseline = store.load_run(&args.baseline, &EngineEvaluators)?;
     let gated: Vec<String> = policy
@@ -76,14 +76,14 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
         .iter()
         .filter_map(|d| d.criterion.clone())
         .collect();
-    refuse_uncalibrated(&store, &candidate, &gated, "the policy gates on")?;
+    refuse_uncalibrated(store.as_ref(), &candidate, &gated, "the policy gates on")?;
     let pairwise = match policy.pairwise() {
         Some(options) => Some(judge_pairs_with(
             &args,
             &policy,
             options,
-            &mut store,
-            &store_path,
+            store.as_mut(),
+            &location,
             &candidate,
             &baseline,
         )?),
@@ -91,7 +91,7 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
     };
     let comparison =
         compare_with_pairwise(&candidate, &baseline, &policy, pairwise).map_err(compare_error)?;
-    record_comparison(&mut store, &comparison)?;
+    record_comparison(store.as_mut(), &comparison)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(
@@ -144,8 +144,8 @@ fn judge_pairs_with(
     args: &CompareArgs,
     policy: &Policy,
     options: &PairwiseOptions,
-    store: &mut SqliteStore,
-    store_path: &Path,
+    store: &mut dyn Store,
+    location: &StoreLocation,
     candidate: &LoadedRun,
     baseline: &LoadedRun,
 ) -> Result<PairwiseComparison, CliError> {
@@ -179,7 +179,7 @@ fn judge_pairs_with(
         .ok_or_else(|| CliError::Usage(format!("no judge named `{}`", options.judge)))?;
     // The store is open at this path: a reader that cannot open is a real failure (judging
     // every pair again, uncached and billed, without a word would be worse).
-    let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(store_path)?));
+    let cache = StoreJudgeCache::new(Some(oloproof_store::open_reader(location)?));
     let setup = PairwiseSetup {
         options,
         judge: client,
@@ -195,7 +195,7 @@ fn judge_pairs_with(
 /// For `oloproof inspect sha256:…`: the changed cases of a recorded comparison, or `None` when
 /// no comparison has that id.
 pub(crate) fn render_comparison_cases(
-    store: &SqliteStore,
+    store: &dyn Store,
     id: &str,
 ) -> Result<Option<String>, CliError> {
     Ok(store

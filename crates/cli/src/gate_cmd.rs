@@ -54,7 +54,7 @@ pub(crate) fn gate(args: GateArgs) -> Result<u8, CliError> {
     let policy = read_policy(&args.policy)?;
     let config = load(&args.location, args.dir.as_deref(), &[])?;
     let store = open_store(&args.location, args.dir.as_deref())?;
-    let mut current = entry_of(&store, &args.run_id, GitInfo::default())?;
+    let mut current = entry_of(store.as_ref(), &args.run_id, GitInfo::default())?;
     let history_file = history_path(args.history.as_deref(), Some(&config));
     let history = match &history_file {
         Some(path) => read_history(path)?.unwrap_or_default(),
@@ -76,7 +76,7 @@ pub(crate) fn gate(args: GateArgs) -> Result<u8, CliError> {
         .map(|t| t.criterion.clone())
         .collect();
     let run = store.load_run_with(&args.run_id, &EngineEvaluators, |_| false, |_| {})?;
-    refuse_uncalibrated(&store, &run, &gated, "the gate has a threshold on")?;
+    refuse_uncalibrated(store.as_ref(), &run, &gated, "the gate has a threshold on")?;
     if policy.needs_history() && history_file.is_none() {
         return Err(CliError::Usage(format!(
             "{} has a `window:` threshold but there is no history to pool: pass --history FILE, or add `history: FILE` to oloproof.yaml",

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use clap::Args;
 use oloproof_engine::generate::{self, QuestionKind};
 use oloproof_engine::judged::{JudgeRegistry, StoreJudgeCache};
-use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::cli::ConfigLocation;
@@ -75,9 +74,9 @@ pub(crate) fn generate(args: GenerateArgs) -> Result<u8, CliError> {
     let documents = generate::read_documents(docs).map_err(|e| CliError::Usage(e.to_string()))?;
     let chunks = generate::chunk_documents(&documents, args.max_chars.max(1));
     let planned = generate::plan(&chunks, args.size, args.seed);
-    let store_path = config.store_path();
-    let mut store = SqliteStore::open(&store_path)?;
-    let cache = StoreJudgeCache::new(SqliteStore::open_reader(&store_path).ok());
+    let location = config.store_location();
+    let mut store = oloproof_store::open(&location)?;
+    let cache = StoreJudgeCache::new(Some(oloproof_store::open_reader(&location)?));
     let drafted = generate::draft(judge, &cache, &documents, &chunks, &planned, args.seed);
     store.put_cache_entries(&cache.take_writes())?;
 

@@ -15,12 +15,12 @@ use std::process::{Command, Stdio};
 
 use oloproof_core::config::ProjectConfig;
 use oloproof_core::history::HistoryEntry;
+use oloproof_core::store::{RunStatus, Store, StoreLocation};
 use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::history::{
     append_history, entry_for_run, read_history, GitInfo, HistoryError,
 };
 use oloproof_engine::run::{summarize_stored, EngineEvaluators};
-use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
 use crate::commands::{load, open_store, CliError};
@@ -118,8 +118,8 @@ fn no_history_error() -> CliError {
 }
 
 /// The summary stored with a run, else recomputed from its verdicts.
-fn run_summary(store: &SqliteStore, run_id: &str) -> Result<RunSummary, CliError> {
-    let record = store.run(run_id)?;
+fn run_summary(store: &dyn Store, run_id: &str) -> Result<RunSummary, CliError> {
+    let record = store.run(&run_id.into())?;
     Ok(
         match record
             .summary_json
@@ -134,12 +134,12 @@ fn run_summary(store: &SqliteStore, run_id: &str) -> Result<RunSummary, CliError
 
 /// The history line of a stored run.
 pub(crate) fn entry_of(
-    store: &SqliteStore,
+    store: &dyn Store,
     run_id: &str,
     git: GitInfo,
 ) -> Result<HistoryEntry, CliError> {
     let run = store.load_run(run_id, &EngineEvaluators)?;
-    if run.record.status == "running" {
+    if run.record.status == RunStatus::Running {
         return Err(CliError::Usage(format!(
             "run {run_id} has not finished ({} of {} cases); finish it with `oloproof run --resume {run_id}` first",
             run.record.done_count, run.record.case_count
@@ -151,13 +151,13 @@ pub(crate) fn entry_of(
 
 /// After `oloproof run`: appends the run's line and says so on stderr.
 pub(crate) fn append_after_run(
-    store_path: &Path,
+    location: &StoreLocation,
     run_id: &str,
     path: &Path,
     project_dir: &Path,
 ) -> Result<(), CliError> {
-    let store = SqliteStore::open(store_path)?;
-    let entry = entry_of(&store, run_id, git_info(project_dir))?;
+    let store = oloproof_store::open(location)?;
+    let entry = entry_of(store.as_ref(), run_id, git_info(project_dir))?;
     append_history(path, &entry)?;
     writeln!(
         std::io::stderr().lock(),
@@ -235,19 +235,23 @@ fn store_history(
     location: &ConfigLocation,
     dir: Option<&Path>,
 ) -> Result<Vec<HistoryEntry>, CliError> {
-    let path = crate::commands::store_path(location, dir)?;
-    if !path.exists() {
+    let path = crate::commands::store_location(location, dir)?;
+    if !oloproof_store::exists(&path) {
         return Err(CliError::Usage(format!(
             "no history yet: no history file is configured and there is no run store at {}; run `oloproof run` first (its runs are the history), or pass --file FILE / add `history: .oloproof/history.jsonl` to oloproof.yaml to keep one",
-            path.display()
+            path
         )));
     }
-    let store = SqliteStore::open(&path)?;
+    let store = oloproof_store::open(&path)?;
     let mut runs = store.list_runs()?;
     runs.reverse();
     runs.into_iter()
-        .filter(|r| r.parent.is_none() && r.status != "running" && r.status != "interrupted")
-        .map(|r| entry_of(&store, &r.id, GitInfo::default()))
+        .filter(|r| {
+            r.parent.is_none()
+                && r.status != RunStatus::Running
+                && r.status != RunStatus::Interrupted
+        })
+        .map(|r| entry_of(store.as_ref(), &r.id, GitInfo::default()))
         .collect()
 }
 
@@ -262,7 +266,7 @@ fn append(args: AppendArgs) -> Result<u8, CliError> {
     for run_id in &args.run_ids {
         // One run (the CI step after `oloproof run`) gets the current commit and branch;
         // several runs are a back-fill from older commits, so theirs stay null.
-        entries.push(entry_of(&store, run_id, GitInfo::default())?);
+        entries.push(entry_of(store.as_ref(), run_id, GitInfo::default())?);
     }
     if let Some(last) = entries.last_mut() {
         if args.run_ids.len() == 1 {

@@ -6,24 +6,23 @@
 //! runs them. The workers are child processes reading our pipes: they end when we do.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
-use oloproof_store::SqliteStore;
+use oloproof_core::store::{RunId, StoreLocation};
 
 /// The exit code of a run stopped by a signal (128 + SIGINT), as shells report it.
 pub(crate) const INTERRUPTED: i32 = 130;
 
 /// The run in progress: its store and, once started, its id.
 struct Active {
-    store: PathBuf,
+    store: StoreLocation,
     run_id: Option<String>,
 }
 
 static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
 
 /// Installs the handler (once per process) for a run whose store is `store`.
-pub(crate) fn watch(store: PathBuf) {
+pub(crate) fn watch(store: StoreLocation) {
     *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Active {
         store,
         run_id: None,
@@ -50,9 +49,10 @@ fn on_signal() {
         .and_then(|a| Some((&a.store, a.run_id.as_deref()?)))
     {
         Some((store, run_id)) => {
-            let kept = SqliteStore::open(store).and_then(|mut s| {
-                s.mark_interrupted(run_id)?;
-                s.run(run_id)
+            let run = RunId::from(run_id);
+            let kept = oloproof_store::open(store).and_then(|mut s| {
+                s.mark_interrupted(&run)?;
+                s.run(&run)
             });
             match kept {
                 Ok(record) => {

@@ -14,7 +14,9 @@ mod metric_cmd;
 mod progress;
 mod refresh_cmd;
 mod report_cmd;
+mod store_cmd;
 mod view_cmd;
+mod worker_cmd;
 
 use std::process::ExitCode;
 

@@ -20,7 +20,6 @@ use oloproof_core::case::{load_cases, Case};
 use oloproof_core::dataset::{parse_dataset, DatasetFormat};
 use oloproof_engine::run::{start_run, EngineEvaluators, RunFlags};
 use oloproof_engine::EngineError;
-use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
 use crate::commands::CliError;
@@ -93,12 +92,13 @@ pub(crate) fn refresh(args: RefreshArgs) -> Result<u8, CliError> {
         no_cache: args.no_cache,
         max_error_rate: args.max_error_rate,
         max_cost: None,
+        detach: false,
     };
     let mut progress = Progress::for_terminal();
     let outcome = start_run(&config, &cases, flags, &mut progress);
     progress.finish();
     let outcome = outcome?;
-    let store = SqliteStore::open(&config.store_path())?;
+    let store = oloproof_store::open(&config.store_location())?;
     let run = store.load_run(&outcome.run_id, &EngineEvaluators)?;
     let mut text = String::new();
     let mut written = 0usize;

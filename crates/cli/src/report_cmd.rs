@@ -9,9 +9,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oloproof_core::run::LoadedRun;
+use oloproof_core::store::Store;
 use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::run::{summarize_stored, EngineEvaluators};
-use oloproof_store::SqliteStore;
 
 use crate::cli::ConfigLocation;
 use crate::commands::{open_store, CliError};
@@ -66,7 +66,7 @@ fn resolve_format(explicit: Option<ReportFormat>, path: &Path) -> Result<ReportF
 }
 
 /// The stored summary of a run, recomputed from its verdicts when none was stored.
-fn summary_of(store: &SqliteStore, run: &LoadedRun) -> Result<RunSummary, CliError> {
+fn summary_of(store: &dyn Store, run: &LoadedRun) -> Result<RunSummary, CliError> {
     match run
         .record
         .summary_json
@@ -84,7 +84,7 @@ fn summary_of(store: &SqliteStore, run: &LoadedRun) -> Result<RunSummary, CliErr
 
 /// Renders the report of `id` in `format`, and a short description of what it is.
 fn render(
-    store: &SqliteStore,
+    store: &dyn Store,
     id: &str,
     format: ReportFormat,
 ) -> Result<(String, &'static str), CliError> {
@@ -125,7 +125,7 @@ fn render(
 pub(crate) fn report(args: ReportArgs) -> Result<u8, CliError> {
     let format = resolve_format(args.format, &args.output)?;
     let store = open_store(&args.location, args.dir.as_deref())?;
-    let (text, what) = render(&store, &args.id, format)?;
+    let (text, what) = render(store.as_ref(), &args.id, format)?;
     std::fs::write(&args.output, text)?;
     let name = match format {
         ReportFormat::Html => "HTML",

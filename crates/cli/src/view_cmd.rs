@@ -50,9 +50,9 @@ pub(crate) fn view(args: ViewArgs) -> Result<u8, CliError> {
 
     debug_assert_eq!(DEFAULT_PORT, oloproof_view::DEFAULT_PORT);
     let host = parse_host(args.host.as_deref())?;
-    let store_path = crate::commands::existing_store_path(&args.location, args.dir.as_deref())?;
+    let store = crate::commands::existing_store(&args.location, args.dir.as_deref())?;
     let settings = ViewerSettings {
-        store_path: store_path.clone(),
+        store: store.clone(),
         host,
         port: args.port,
         allow_non_loopback: args.host.is_some(),
@@ -71,14 +71,14 @@ pub(crate) fn view(args: ViewArgs) -> Result<u8, CliError> {
             err,
             "warning: serving on {}, reachable from other machines: anyone who can reach it can read every run in {}",
             viewer.local_addr(),
-            store_path.display()
+            store
         )?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "Serving {} at {} (Ctrl-C to stop)",
-        store_path.display(),
+        store,
         viewer.url()
     )?;
     out.flush()?;

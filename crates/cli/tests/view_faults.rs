@@ -70,7 +70,7 @@ impl Drop for Served {
 
 fn settings(store: &Path) -> ViewerSettings {
     ViewerSettings {
-        store_path: store.to_path_buf(),
+        store: oloproof_core::store::StoreLocation::Sqlite(store.to_path_buf()),
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
         allow_non_loopback: false,

@@ -12,6 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 
 use oloproof_core::dataset::load_dataset;
+use oloproof_core::store::{RunStore, Store, StoreLocation};
 use oloproof_core::summary::RunSummary;
 use oloproof_engine::compare::{compare, record_comparison, Policy};
 use oloproof_engine::project::load_config_for_dataset;
@@ -79,7 +80,7 @@ fn fixture() -> Fixture {
         ids.push((outcome.run_id, config.store_path()));
     }
     let store_path = ids[0].1.clone();
-    let mut store = SqliteStore::open(&store_path).unwrap();
+    let mut store: Box<dyn Store> = Box::new(SqliteStore::open(&store_path).unwrap());
     let baseline = store.load_run(&ids[0].0, &EngineEvaluators).unwrap();
     let candidate = store.load_run(&ids[1].0, &EngineEvaluators).unwrap();
     let policy = Policy::parse(
@@ -88,7 +89,7 @@ fn fixture() -> Fixture {
     )
     .unwrap();
     let comparison = compare(&candidate, &baseline, &policy).unwrap();
-    record_comparison(&mut store, &comparison).unwrap();
+    record_comparison(store.as_mut(), &comparison).unwrap();
     Fixture {
         store: store_path,
         baseline: ids[0].0.clone(),
@@ -119,7 +120,7 @@ impl Drop for Served {
 fn serve(store: &Path) -> Served {
     let viewer = Viewer::bind(
         &ViewerSettings {
-            store_path: store.to_path_buf(),
+            store: StoreLocation::Sqlite(store.to_path_buf()),
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             allow_non_loopback: false,
@@ -228,8 +229,14 @@ fn the_run_table_carries_the_stored_summary() {
     let f = fixture();
     let s = serve(&f.store);
     let store = SqliteStore::open(&f.store).unwrap();
-    let summary: RunSummary =
-        serde_json::from_str(&store.run(&f.baseline).unwrap().summary_json.unwrap()).unwrap();
+    let summary: RunSummary = serde_json::from_str(
+        &store
+            .run(&f.baseline.as_str().into())
+            .unwrap()
+            .summary_json
+            .unwrap(),
+    )
+    .unwrap();
     let page = get(&s.base, &oloproof_view::run_link(&f.baseline)).body;
     for c in &summary.criteria {
         let row = format!(
@@ -364,7 +371,7 @@ fn requests_for_another_host_are_refused() {
 #[test]
 fn a_non_loopback_address_needs_explicit_permission() {
     let settings = ViewerSettings {
-        store_path: PathBuf::from("unused.db"),
+        store: StoreLocation::Sqlite(PathBuf::from("unused.db")),
         host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         port: 0,
         allow_non_loopback: false,

@@ -35,7 +35,9 @@ pub struct ProjectOptions {
     /// Slices with fewer cases than this are shown but marked.
     #[serde(default = "default_min_slice_support")]
     pub min_slice_support: usize,
-    /// Run store path, relative to the config's folder (default `.oloproof/oloproof.db`).
+    /// Run store: a path relative to the config's folder (default `.oloproof/oloproof.db`), or
+    /// a `postgres://user@host/db` URL (the password from `PGPASSWORD` or the variable named
+    /// by `?password_env=NAME`, never in the URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
     /// Seed and resample count of the bootstrap intervals.
@@ -297,7 +299,20 @@ impl ProjectConfig {
         self.options.history.as_ref().map(|h| self.dir.join(h))
     }
 
-    /// Path of the run store.
+    /// The run store: `store:` read as a Postgres URL or a path relative to the config's
+    /// folder (default `.oloproof/oloproof.db`).
+    pub fn store_location(&self) -> crate::store::StoreLocation {
+        crate::store::StoreLocation::parse(
+            self.options
+                .store
+                .as_deref()
+                .unwrap_or(".oloproof/oloproof.db"),
+            &self.dir,
+        )
+    }
+
+    /// Path of the run store (for a Postgres store, the path its URL would be read as; use
+    /// [`store_location`](Self::store_location)).
     pub fn store_path(&self) -> PathBuf {
         self.dir.join(
             self.options
@@ -429,6 +444,18 @@ fn read_document(path: &Path) -> Result<YamlDocument, ConfigError> {
     })?;
     let text = crate::source::decode_utf8(&shown, bytes)?;
     Ok(YamlDocument::parse(&shown, &text)?)
+}
+
+/// [`store_path_of`] read as a location: a `store:` that is a `postgres://` URL names a
+/// Postgres database.
+pub fn store_location_of(path: &Path) -> Result<crate::store::StoreLocation, ConfigError> {
+    let doc = read_document(path)?;
+    if let Some(Value::String(s)) = doc.value.get("store") {
+        if crate::store::StoreLocation::is_url(s) {
+            return Ok(crate::store::StoreLocation::Postgres(s.clone()));
+        }
+    }
+    store_path_of(path).map(crate::store::StoreLocation::Sqlite)
 }
 
 /// The run store of the config at `path` (its `store:` key, else `.oloproof/oloproof.db`,

@@ -41,6 +41,7 @@ pub mod position;
 pub mod run;
 pub mod settings;
 pub mod source;
+pub mod store;
 pub mod summary;
 pub mod system;
 pub mod trace;

@@ -1,6 +1,6 @@
 //! A stored run as every reader of the store sees it: its row ([`RunRecord`]) and the whole
 //! run read back with typed cases, traces and verdicts ([`LoadedRun`], which
-//! `oloproof_store::SqliteStore::load_run` returns).
+//! `oloproof_core::store::Store::load_run` returns).
 //!
 //! Which summary kind a criterion has, a run's summary computed from its verdicts, and a case's
 //! slice values are decided by the evaluators, which live in the engine; readers that need them
@@ -20,8 +20,8 @@ pub struct RunRecord {
     pub id: String,
     /// Creation time, Unix milliseconds.
     pub created_ms: i64,
-    /// `running`, `complete`, `incomplete` (stopped early) or `interrupted` (Ctrl-C, SIGTERM).
-    pub status: String,
+    /// Running, complete, incomplete (stopped early) or interrupted (Ctrl-C, SIGTERM).
+    pub status: crate::store::RunStatus,
     /// The config file the run came from.
     pub config_path: String,
     /// The resolved settings snapshot (JSON).

@@ -20,10 +20,10 @@ use oloproof_core::config::CalibrationOptions;
 use crate::evaluators::Evaluator;
 use oloproof_core::identity::content_hash;
 use oloproof_core::passage::Passage;
+use oloproof_core::store::{Store, StoreLocation};
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
 use oloproof_metrics::agreement::{cohen_kappa, kendall_tau_b, spearman, KappaWeights};
-use oloproof_store::SqliteStore;
 use serde_json::{json, Map, Value};
 
 use crate::judged::{JudgeEnv, JudgeRegistry, StoreJudgeCache};
@@ -314,8 +314,8 @@ fn estimate(n: usize, stat: &dyn Fn(&[usize]) -> Option<f64>) -> Estimate {
 /// Runs `evaluator` (a judged evaluator of the config) on the labelled items and records the
 /// calibration.
 pub fn calibrate(
-    store: &mut SqliteStore,
-    store_path: &std::path::Path,
+    store: &mut dyn Store,
+    location: &StoreLocation,
     judges: &BTreeMap<String, Value>,
     judge_name: &str,
     evaluator: &dyn Evaluator,
@@ -329,7 +329,7 @@ pub fn calibrate(
         .ok_or_else(|| EngineError::Usage(format!("no judge named `{judge_name}`")))?;
     // `store` is open at this path, so a reader that cannot open is a real failure: calling
     // every judge again, uncached and billed, without a word would be worse than stopping.
-    let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(store_path)?));
+    let cache = StoreJudgeCache::new(Some(oloproof_store::open_reader(location)?));
     let env = JudgeEnv {
         judges: &registry,
         cache: &cache,
@@ -487,7 +487,7 @@ pub fn calibrate(
 
 /// Judged criteria of a run that have no passing calibration: `(criterion, judge, reason)`.
 pub fn uncalibrated(
-    store: &SqliteStore,
+    store: &dyn Store,
     run: &oloproof_core::run::LoadedRun,
     criteria: &[String],
 ) -> Result<Vec<(String, String, String)>, EngineError> {

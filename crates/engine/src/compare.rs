@@ -40,6 +40,7 @@ use oloproof_core::comparison::{
 };
 use oloproof_core::run::LoadedRun;
 use oloproof_core::source::{did_you_mean, SourceError, YamlDocument};
+use oloproof_core::store::Store;
 use oloproof_core::summary::SummaryKind;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
@@ -47,7 +48,6 @@ use oloproof_stats::{
     non_inferiority, paired_bootstrap_test, paired_proportion_difference, superiority, Interval,
     PairedCounts, Verdict3,
 };
-use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::summary::{slice_value, CaseOutcome, CONFIDENCE, PROPORTION_STEP};
@@ -1144,7 +1144,7 @@ pub fn compare_with_pairwise(
 ///
 /// A comparison that cannot be serialised is an error, never an empty record.
 pub fn record_comparison(
-    store: &mut SqliteStore,
+    store: &mut dyn Store,
     comparison: &Comparison,
 ) -> Result<(), EngineError> {
     let json = serde_json::to_string(comparison).map_err(|source| EngineError::Serialise {
@@ -1252,7 +1252,7 @@ max_missing_rate: 0.0
             record: oloproof_core::run::RunRecord {
                 id: id.to_string(),
                 created_ms: 0,
-                status: "complete".into(),
+                status: oloproof_core::store::RunStatus::Complete,
                 config_path: "oloproof.yaml".into(),
                 settings_json: serde_json::to_string(&settings).unwrap(),
                 identity: String::new(),
@@ -1488,8 +1488,9 @@ max_missing_rate: 0.0
         assert_ne!(a.id, other.id);
         // Round trip through the store.
         let dir = tempdir();
-        let mut store = SqliteStore::open(&dir.join("s.db")).unwrap();
-        record_comparison(&mut store, &a).unwrap();
+        let mut store: Box<dyn Store> =
+            Box::new(oloproof_store::SqliteStore::open(&dir.join("s.db")).unwrap());
+        record_comparison(store.as_mut(), &a).unwrap();
         let back = store
             .load_comparison(a.id.trim_start_matches("sha256:"))
             .unwrap()

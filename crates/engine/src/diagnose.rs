@@ -29,7 +29,6 @@
 //! the same id.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use oloproof_core::case::Case;
 use oloproof_core::diagnosis::{
@@ -39,10 +38,10 @@ use oloproof_core::identity::content_hash;
 use oloproof_core::passage::Retrieval;
 use oloproof_core::run::LoadedRun;
 use oloproof_core::settings::{Intervention, RunSettings};
+use oloproof_core::store::{Store, StoreLocation};
 use oloproof_core::summary::CacheCounts;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::Verdict;
-use oloproof_store::SqliteStore;
 
 use crate::evaluators::judge_ranking;
 use crate::run::{
@@ -62,15 +61,15 @@ fn passed(v: Option<&Verdict>) -> Option<bool> {
 
 /// Runs a child run of `parent` over `cases` under `intervention`.
 pub(crate) fn run_child(
-    store: &mut SqliteStore,
-    store_path: &Path,
+    store: &mut dyn Store,
+    location: &StoreLocation,
     parent: &LoadedRun,
     settings: RunSettings,
     cases: &[&Case],
     recorded: &HashMap<String, Retrieval>,
     observer: &mut dyn RunObserver,
 ) -> Result<(String, CacheCounts), EngineError> {
-    let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
+    let options = connector_spec(&settings.options, &settings.config_dir, &shim(location)?);
     let plan = RunPlan {
         settings,
         connector: Some(options),
@@ -84,7 +83,7 @@ pub(crate) fn run_child(
     };
     let outcome = plan.start(
         store,
-        store_path,
+        location,
         cases.iter().copied(),
         RunOrigin {
             config_path: &parent.record.config_path,
@@ -142,13 +141,13 @@ fn check_reranker_judge(
 
 /// Runs a diagnosis of `run_id`'s failures on `criterion` under `kind`.
 pub fn diagnose(
-    store_path: &Path,
+    location: &StoreLocation,
     run_id: &str,
     criterion: &str,
     kind: InterventionKind,
     observer: &mut dyn RunObserver,
 ) -> Result<Diagnosis, EngineError> {
-    let mut store = SqliteStore::open(store_path)?;
+    let mut store = oloproof_store::open(location)?;
     let parent = store.load_run(run_id, &EngineEvaluators)?;
     if parent.settings.intervention.is_some() {
         return Err(EngineError::Usage(format!(
@@ -301,10 +300,22 @@ pub fn diagnose(
             }
         };
         let (treated_id, treated_stages) = run_child(
-            &mut store, store_path, &parent, treated, &selected, &recorded, observer,
+            store.as_mut(),
+            location,
+            &parent,
+            treated,
+            &selected,
+            &recorded,
+            observer,
         )?;
         let (control_id, _) = run_child(
-            &mut store, store_path, &parent, control, &selected, &recorded, observer,
+            store.as_mut(),
+            location,
+            &parent,
+            control,
+            &selected,
+            &recorded,
+            observer,
         )?;
         stages = treated_stages;
         let control_role = if matches!(kind, InterventionKind::GoldContext) {

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use oloproof_core::case::Case;
 use oloproof_core::config::ProjectConfig;
 use oloproof_core::dataset::Dataset;
+use oloproof_core::store::Store;
 use oloproof_core::trace::Trace;
-use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::evaluators::{build_all, Evaluator};
@@ -35,12 +35,12 @@ pub fn cached_judgments(
 ) -> Result<Vec<HashSet<String>>, EngineError> {
     let evaluators: Vec<Box<dyn Evaluator>> = build_all(&config.options.evaluators)?;
     let mut out = vec![HashSet::new(); evaluators.len()];
-    let store_path = config.store_path();
-    if !store_path.exists() {
+    let location = config.store_location();
+    if !oloproof_store::exists(&location) {
         return Ok(out);
     }
-    let store = SqliteStore::open_reader(&store_path)?;
-    let cache = CacheReader::new(Some(&store));
+    let store = oloproof_store::open_reader(&location)?;
+    let cache = CacheReader::new(Some(store.as_ref()));
     let traces: Option<HashMap<&str, &Trace>> = dataset.map(|d| {
         d.records
             .iter()
@@ -49,7 +49,7 @@ pub fn cached_judgments(
     });
     let system = match dataset {
         Some(d) => crate::recorded::dataset_system(config, d),
-        None => match stored_system(&store, config)? {
+        None => match stored_system(store.as_ref(), config)? {
             Some(s) => s,
             None => return Ok(out),
         },
@@ -102,7 +102,7 @@ pub fn cached_judgments(
 /// The system settings of the newest stored run of the same config file, re-resolved from its
 /// recorded `hello` with the config as it is now.
 fn stored_system(
-    store: &SqliteStore,
+    store: &dyn Store,
     config: &ProjectConfig,
 ) -> Result<Option<SystemSettings>, EngineError> {
     let path = config.path.display().to_string();

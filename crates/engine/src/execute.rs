@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use oloproof_core::case::Case;
 use oloproof_core::context::{assemble, within_top_k};
+use oloproof_core::store::{CacheLayer, Store};
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
-use oloproof_store::SqliteStore;
 use serde_json::Value;
 
 use crate::keys::{execution_key, generation_key, retrieval_key, token_count_key};
@@ -20,22 +20,22 @@ use oloproof_core::settings::{Intervention, SystemSettings};
 
 /// Where cache lookups go; `None` when caches are bypassed.
 pub struct CacheReader<'a> {
-    store: Option<&'a SqliteStore>,
+    store: Option<&'a dyn Store>,
 }
 
 impl<'a> CacheReader<'a> {
     /// Reads from `store`, or from nothing.
-    pub fn new(store: Option<&'a SqliteStore>) -> Self {
+    pub fn new(store: Option<&'a dyn Store>) -> Self {
         CacheReader { store }
     }
 
     /// A cached value, if any. A read error is a miss, said on stderr (`-v`/`RUST_LOG`): the
     /// result is recomputed and the entry written again, so nothing is lost but time.
-    pub fn get(&self, layer: &str, key: &str) -> Option<String> {
+    pub fn get(&self, layer: CacheLayer, key: &str) -> Option<String> {
         match self.store?.cache_get(layer, key) {
             Ok(value) => value,
             Err(e) => {
-                tracing::warn!(layer, error = %e, "cache read failed; recomputing");
+                tracing::warn!(layer = layer.as_str(), error = %e, "cache read failed; recomputing");
                 None
             }
         }
@@ -43,12 +43,16 @@ impl<'a> CacheReader<'a> {
 
     /// A cached value parsed as `T`. An entry that does not parse (written by another version)
     /// is a miss, said on stderr: the result is recomputed and the entry overwritten.
-    pub fn get_json<T: serde::de::DeserializeOwned>(&self, layer: &str, key: &str) -> Option<T> {
+    pub fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        layer: CacheLayer,
+        key: &str,
+    ) -> Option<T> {
         let text = self.get(layer, key)?;
         match serde_json::from_str(&text) {
             Ok(value) => Some(value),
             Err(e) => {
-                tracing::warn!(layer, error = %e, "unreadable cache entry; recomputing");
+                tracing::warn!(layer = layer.as_str(), error = %e, "unreadable cache entry; recomputing");
                 None
             }
         }
@@ -211,7 +215,7 @@ pub fn count_output_tokens(
             Ok(counts) => {
                 for ((field, _, key), n) in ask.into_iter().zip(counts) {
                     tokens.counts.insert(field.clone(), n);
-                    writes.push((layer::COUNT_TOKENS.to_string(), key, n.to_string()));
+                    writes.push((layer::COUNT_TOKENS, key, n.to_string()));
                 }
             }
             Err(e) => tokens.error = Some(e),
@@ -264,7 +268,7 @@ fn execute_stages(
                 ..trace.clone()
             };
             if let Ok(json) = serde_json::to_string(&stored) {
-                writes.push((layer::EXECUTION.to_string(), exec_key, json));
+                writes.push((layer::EXECUTION, exec_key, json));
             }
         }
         Err(e) => trace.error = Some(e),
@@ -408,7 +412,7 @@ fn run_stages(
             trace.latency_ms.generate = Some(started.elapsed().as_secs_f64() * 1e3);
             let g = g?;
             if let Ok(json) = serde_json::to_string(&g) {
-                writes.push((layer::GENERATE.to_string(), g_key, json));
+                writes.push((layer::GENERATE, g_key, json));
             }
             g
         }
@@ -440,7 +444,7 @@ fn retrieve(
     trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
     let r = r?;
     if let Ok(json) = serde_json::to_string(&r) {
-        writes.push((layer::RETRIEVE.to_string(), r_key, json));
+        writes.push((layer::RETRIEVE, r_key, json));
     }
     Ok(r)
 }

@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex};
 
 use oloproof_core::case::Case;
 use oloproof_core::source::SourceError;
+use oloproof_core::store::Store;
 use oloproof_judge::{CallRecord, JudgeCache, JudgeClient, JudgeError, JudgeSettings};
-use oloproof_store::SqliteStore;
 use serde_json::{json, Value};
 
 use crate::execute::CacheWrite;
 
 /// Cache layer of single judge calls.
-pub const JUDGE_CALL_LAYER: &str = "judge_call";
+pub const JUDGE_CALL_LAYER: oloproof_core::store::CacheLayer =
+    oloproof_core::store::CacheLayer::JudgeCall;
 
 /// Why the run's judges cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,19 @@ impl JudgeRegistry {
     /// Builds the clients of `judges:` (keys are read from the environment only when a call
     /// is made).
     pub fn from_options(judges: &BTreeMap<String, Value>) -> Result<Self, JudgeSetupError> {
+        Self::from_options_shared(judges, 1)
+    }
+
+    /// [`from_options`](Self::from_options) for one of `share` worker processes executing a
+    /// run together (`oloproof worker --share N`): each judge's `max_concurrency`, the budget
+    /// of its endpoint for the whole run, is divided among them (rounded up, at least 1) for
+    /// this process's clients, so N machines together keep to it; the adaptive limit still
+    /// halves on a 429. The judges' settings as recorded (their identity, and so the cache
+    /// keys) keep the configured value.
+    pub fn from_options_shared(
+        judges: &BTreeMap<String, Value>,
+        share: usize,
+    ) -> Result<Self, JudgeSetupError> {
         let mut registry = JudgeRegistry::default();
         for (name, value) in judges {
             let settings: JudgeSettings =
@@ -58,7 +72,9 @@ impl JudgeRegistry {
                         source,
                     }
                 })?;
-            let client = JudgeClient::new(name, settings.clone())?;
+            let mut budget = settings.clone();
+            budget.max_concurrency = budget.max_concurrency.div_ceil(share.max(1)).max(1);
+            let client = JudgeClient::new(name, budget)?;
             registry.clients.insert(name.clone(), Arc::new(client));
             registry.settings.insert(name.clone(), settings);
         }
@@ -146,7 +162,7 @@ pub fn validate_judges(config: &oloproof_core::config::ProjectConfig) -> Result<
 /// A judge-call cache over the run store: reads through its own read-only connection, and
 /// collects new entries to be committed with the case.
 pub struct StoreJudgeCache {
-    reader: Mutex<Option<SqliteStore>>,
+    reader: Mutex<Option<Box<dyn Store>>>,
     writes: Mutex<Vec<CacheWrite>>,
     /// Calls answered during this run by this worker, so an identical call made by a second
     /// evaluator of the same case (before the case commits) is not sent again.
@@ -157,7 +173,7 @@ pub struct StoreJudgeCache {
 
 impl StoreJudgeCache {
     /// A cache reading from `reader` (`None`: caches bypassed; entries are still written).
-    pub fn new(reader: Option<SqliteStore>) -> Self {
+    pub fn new(reader: Option<Box<dyn Store>>) -> Self {
         StoreJudgeCache {
             reader: Mutex::new(reader),
             writes: Mutex::new(Vec::new()),
@@ -232,7 +248,7 @@ impl JudgeCache for StoreJudgeCache {
             .insert(key.to_string(), (raw.to_string(), parsed.clone()));
         let value = json!({"raw": raw, "parsed": parsed}).to_string();
         self.writes.lock().unwrap_or_else(|p| p.into_inner()).push((
-            JUDGE_CALL_LAYER.to_string(),
+            JUDGE_CALL_LAYER,
             key.to_string(),
             value,
         ));
@@ -307,24 +323,27 @@ pub(crate) fn failure_detail(e: &JudgeError, judge: Option<&JudgeClient>) -> Val
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oloproof_core::store::CacheStore;
 
     #[test]
     fn an_unreadable_cache_entry_is_a_counted_miss() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runs.sqlite");
-        let mut store = SqliteStore::open(&path).unwrap();
+        let mut store = oloproof_store::SqliteStore::open(&path).unwrap();
         store
             .put_cache_entries(&[
-                (JUDGE_CALL_LAYER.into(), "bad".into(), "not json".into()),
-                (JUDGE_CALL_LAYER.into(), "shapeless".into(), "{}".into()),
+                (JUDGE_CALL_LAYER, "bad".into(), "not json".into()),
+                (JUDGE_CALL_LAYER, "shapeless".into(), "{}".into()),
                 (
-                    JUDGE_CALL_LAYER.into(),
+                    JUDGE_CALL_LAYER,
                     "good".into(),
                     json!({"raw": "r", "parsed": {"a": 1}}).to_string(),
                 ),
             ])
             .unwrap();
-        let cache = StoreJudgeCache::new(Some(SqliteStore::open_reader(&path).unwrap()));
+        let cache = StoreJudgeCache::new(Some(Box::new(
+            oloproof_store::SqliteStore::open_reader(&path).unwrap(),
+        )));
         assert_eq!(cache.get("bad"), None);
         assert_eq!(cache.get("shapeless"), None);
         assert_eq!(cache.get("absent"), None);

@@ -20,22 +20,23 @@ use serde_json::{json, Value};
 
 use crate::evaluators::Evaluator;
 
-/// Cache layer names.
+/// Cache layers (their names are part of the keys: `"layer": "execution"`).
 pub mod layer {
+    use oloproof_core::store::CacheLayer;
     /// A case's whole execution.
-    pub const EXECUTION: &str = "execution";
+    pub const EXECUTION: CacheLayer = CacheLayer::Execution;
     /// The retrieval stage.
-    pub const RETRIEVE: &str = "retrieve";
+    pub const RETRIEVE: CacheLayer = CacheLayer::Retrieve;
     /// The generation stage.
-    pub const GENERATE: &str = "generate";
+    pub const GENERATE: CacheLayer = CacheLayer::Generate;
     /// One evaluator on one execution.
-    pub const JUDGMENT: &str = "judgment";
+    pub const JUDGMENT: CacheLayer = CacheLayer::Judgment;
     /// The system's token count of one output text.
-    pub const COUNT_TOKENS: &str = "count_tokens";
+    pub const COUNT_TOKENS: CacheLayer = CacheLayer::CountTokens;
 }
 
 /// A cache entry to write with the case.
-pub type CacheWrite = (String, String, String);
+pub type CacheWrite = oloproof_core::store::CacheEntry;
 
 /// Cache key of a case's execution.
 pub fn execution_key(system: &SystemSettings, case: &Case) -> String {

@@ -40,11 +40,11 @@ use oloproof_core::comparison::{
 };
 use oloproof_core::identity::content_hash;
 use oloproof_core::run::LoadedRun;
+use oloproof_core::store::Store;
 use oloproof_core::trace::Trace;
 use oloproof_judge::templates::PAIRWISE;
 use oloproof_judge::{JudgeCache, JudgeClient};
 use oloproof_stats::{clopper_pearson, sign_test, win_rate_at_least, Interval, Verdict3};
-use oloproof_store::SqliteStore;
 use serde_json::{json, Value};
 
 use crate::judged::question_of;
@@ -190,7 +190,7 @@ pub fn first_orders<'a>(seed: u64, case_ids: &[&'a str]) -> HashMap<&'a str, Sid
 /// Whether judge `name` holds a passing calibration for pairwise preference (identity: its
 /// settings, [`CALIBRATION_EVALUATOR`] and every template version).
 pub fn is_calibrated(
-    store: &SqliteStore,
+    store: &dyn Store,
     judges: &BTreeMap<String, Value>,
     name: &str,
 ) -> Result<bool, EngineError> {
@@ -827,7 +827,7 @@ mod tests {
             record: oloproof_core::run::RunRecord {
                 id: id.to_string(),
                 created_ms: 0,
-                status: "complete".into(),
+                status: oloproof_core::store::RunStatus::Complete,
                 config_path: "oloproof.yaml".into(),
                 settings_json: serde_json::to_string(&settings).unwrap(),
                 identity: String::new(),

@@ -8,16 +8,15 @@
 //! (Liu et al., "Lost in the Middle", TACL 2024).
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use oloproof_core::case::Case;
 use oloproof_core::context::GoldSlot;
 use oloproof_core::passage::Retrieval;
 use oloproof_core::position::{PositionReport, PositionResult};
 use oloproof_core::settings::{Intervention, RunSettings};
+use oloproof_core::store::StoreLocation;
 use oloproof_core::summary::SummaryKind;
 use oloproof_core::verdict::Verdict;
-use oloproof_store::SqliteStore;
 
 use crate::run::{require_pass_fail, EngineEvaluators, RunObserver};
 use crate::summary::summarize_criterion;
@@ -25,13 +24,13 @@ use crate::EngineError;
 
 /// Runs the harness on `run_id`'s cases for `criterion`.
 pub fn lost_in_the_middle(
-    store_path: &Path,
+    location: &StoreLocation,
     run_id: &str,
     criterion: &str,
     distractors: usize,
     observer: &mut dyn RunObserver,
 ) -> Result<PositionReport, EngineError> {
-    let mut store = SqliteStore::open(store_path)?;
+    let mut store = oloproof_store::open(location)?;
     let parent = store.load_run(run_id, &EngineEvaluators)?;
     if parent.settings.intervention.is_some() || parent.settings.dataset.is_some() {
         return Err(EngineError::Usage(format!(
@@ -72,7 +71,13 @@ pub fn lost_in_the_middle(
                 ..parent.settings.clone()
             };
             let (child, _) = crate::diagnose::run_child(
-                &mut store, store_path, &parent, settings, &selected, &recorded, observer,
+                store.as_mut(),
+                location,
+                &parent,
+                settings,
+                &selected,
+                &recorded,
+                observer,
             )?;
             let run = store.load_run(&child, &EngineEvaluators)?;
             let verdicts: Vec<&Verdict> = selected

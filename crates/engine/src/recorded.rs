@@ -12,7 +12,6 @@ use std::path::PathBuf;
 
 use oloproof_core::config::ProjectConfig;
 use oloproof_core::dataset::Dataset;
-use oloproof_store::SqliteStore;
 use serde_json::json;
 
 use crate::run::{Recorded, RunFlags, RunObserver, RunOrigin, RunOutcome, RunPlan};
@@ -54,8 +53,8 @@ pub fn start_recorded_run(
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
-    let store_path = config.store_path();
-    let mut store = SqliteStore::open(&store_path)?;
+    let location = config.store_location();
+    let mut store = oloproof_store::open(&location)?;
     let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
     let system = dataset_system(config, records);
     let settings = RunSettings {
@@ -100,8 +99,8 @@ pub fn start_recorded_run(
         },
     };
     plan.start(
-        &mut store,
-        &store_path,
+        store.as_mut(),
+        &location,
         records.records.iter().map(|r| &r.case),
         RunOrigin {
             config_path: &config.path.display().to_string(),

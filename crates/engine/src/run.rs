@@ -6,9 +6,16 @@
 //! transaction (cases finishing within 20 ms share one: group commit). A killed run therefore
 //! keeps every case finished before its last commit, and `resume_run` claims the
 //! rest under a new attempt.
+//!
+//! Cases are claimed from the store in batches under a lease held by this invocation's
+//! [`WorkerId`] and extended by heartbeats from the committing thread; the store writes a
+//! result only while the lease is still this invocation's under the same attempt. The same
+//! loop serves `oloproof worker` ([`work_run`]): several processes, on one machine or many,
+//! claim from one run on a shared (Postgres) store until no case is left, and the last one to
+//! finish records the summary.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use oloproof_connect::{install_python_shim, ConnectorSpec};
 use oloproof_core::case::Case;
@@ -17,13 +24,15 @@ use oloproof_core::identity::content_hash;
 use oloproof_core::run::StoredEvaluatorError;
 use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun};
 use oloproof_core::settings::{RunSettings, SystemSettings};
+use oloproof_core::store::{
+    CaseResult, Claim, NewRun, RunId, RunStatus, Store, StoreLocation, WorkerId,
+};
 use oloproof_core::summary::{
     CacheCounts, HitMiss, IncompleteCriterion, JudgeUsage, RunSummary, SummaryKind,
 };
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use oloproof_store::{CaseResult, NewRun, SqliteStore};
 use serde_json::json;
 
 use crate::evaluators::{build_all, Evaluator};
@@ -37,6 +46,11 @@ use crate::EngineError;
 pub const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(20);
 /// Most cases in one commit.
 pub const GROUP_COMMIT_MAX: usize = 512;
+/// Cases claimed per transaction by `oloproof worker` unless `--batch` says otherwise.
+pub const DEFAULT_CLAIM_BATCH: usize = 100;
+/// Claims a worker makes of one case before recording it as an error, unless
+/// `--max-attempts` says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
 /// Receives progress as cases finish (the CLI's progress bar; tests).
 pub trait RunObserver {
@@ -66,6 +80,11 @@ pub struct RunOutcome {
     pub error_rate: f64,
     /// The allowed share.
     pub max_error_rate: f64,
+    /// Whether the run is finished and its summary recorded: always after `run`; after
+    /// `worker`, only for the worker that finished the last case (the others leave it to it).
+    pub finished: bool,
+    /// Cases this invocation executed and recorded.
+    pub executed: u64,
 }
 
 impl RunOutcome {
@@ -86,19 +105,28 @@ pub struct RunFlags {
     /// Stop taking new cases once the judges have spent this many dollars (the run stays
     /// resumable).
     pub max_cost: Option<f64>,
+    /// Record the run and return without executing it: `oloproof worker` processes execute
+    /// it (on a shared store).
+    pub detach: bool,
 }
 
-fn store_dir(store_path: &Path) -> PathBuf {
-    store_path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+/// Where the Python shim is installed: beside a SQLite store; for a Postgres store, in this
+/// machine's temporary folder (each machine running workers installs its own).
+fn store_dir(location: &StoreLocation) -> PathBuf {
+    match location {
+        StoreLocation::Sqlite(path) => path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from(".")),
+        StoreLocation::Postgres(_) => std::env::temp_dir().join("oloproof"),
+    }
 }
 
-pub(crate) fn shim(store_path: &Path) -> Result<PathBuf, EngineError> {
+pub(crate) fn shim(location: &StoreLocation) -> Result<PathBuf, EngineError> {
     // Absolute: workers start in the project folder, so a path relative to the caller's
     // directory would not find the shim from there.
-    let root = store_dir(store_path);
+    let root = store_dir(location);
     let root = std::path::absolute(&root).unwrap_or(root);
     install_python_shim(&root).map_err(|source| EngineError::Shim {
         path: root.display().to_string(),
@@ -113,9 +141,9 @@ pub fn start_run(
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
-    let store_path = config.store_path();
-    let mut store = SqliteStore::open(&store_path)?;
-    let options = connector_spec(&config.options, &config.dir, &shim(&store_path)?);
+    let location = config.store_location();
+    let mut store = oloproof_store::open(&location)?;
+    let options = connector_spec(&config.options, &config.dir, &shim(&location)?);
     let first = options.connect().map_err(EngineError::System)?;
     let system = SystemSettings::resolve(&config.options, first.info()).map_err(|e| {
         EngineError::System(StageError {
@@ -153,29 +181,36 @@ pub fn start_run(
         first: Some(first),
         recorded: Recorded::default(),
     };
-    plan.start(
-        &mut store,
-        &store_path,
-        cases,
-        RunOrigin {
-            config_path: &config.path.display().to_string(),
-            system_json: &system_json,
-            parent: None,
-        },
-        observer,
-    )
+    let origin = RunOrigin {
+        config_path: &config.path.display().to_string(),
+        system_json: &system_json,
+        parent: None,
+    };
+    if flags.detach {
+        let run_id = plan.record(store.as_mut(), cases, origin)?;
+        return Ok(RunOutcome {
+            run_id: run_id.to_string(),
+            summary: summarize_stored(store.as_ref(), &run_id, CacheCounts::default())?,
+            error_rate: 0.0,
+            max_error_rate: plan.max_error_rate,
+            finished: false,
+            executed: 0,
+        });
+    }
+    plan.start(store.as_mut(), &location, cases, origin, observer)
 }
 
 /// Finishes an interrupted run: claims its pending cases under a new attempt and runs them with
 /// the settings the run started with.
 pub fn resume_run(
-    store_path: &Path,
+    location: &StoreLocation,
     run_id: &str,
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
-    let mut store = SqliteStore::open(store_path)?;
-    let record = store.run(run_id)?;
+    let mut store = oloproof_store::open(location)?;
+    let run_id = RunId::from(run_id);
+    let record = store.run(&run_id)?;
     let mut settings: RunSettings =
         serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
             what: format!("run {run_id}'s settings"),
@@ -196,8 +231,8 @@ pub fn resume_run(
             reason: "it evaluated a recorded dataset; run `oloproof run --dataset` again".into(),
         });
     }
-    let options = connector_spec(&settings.options, &settings.config_dir, &shim(store_path)?);
-    store.reopen_run(run_id)?;
+    let options = connector_spec(&settings.options, &settings.config_dir, &shim(location)?);
+    store.reopen_run(&run_id)?;
     let plan = RunPlan {
         max_error_rate: flags
             .max_error_rate
@@ -208,7 +243,94 @@ pub fn resume_run(
         first: None,
         recorded: Recorded::default(),
     };
-    plan.execute(&mut store, store_path, run_id, observer)
+    let schedule = Schedule::single(&plan.settings);
+    plan.execute(store.as_mut(), location, &run_id, &schedule, observer)
+}
+
+/// How `oloproof worker` takes part in a run.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Threads (system connections) in this process; `None`: the run's own `workers`.
+    pub threads: Option<usize>,
+    /// Cases claimed per transaction.
+    pub batch: usize,
+    /// How long a claim holds a case without a heartbeat (heartbeats every third of it);
+    /// `None`: three of the run's timeouts and a minute.
+    pub lease: Option<Duration>,
+    /// A case claimed more often than this (its workers died each time) is recorded as an
+    /// error.
+    pub max_attempts: u32,
+    /// How many worker processes share the run's judge budgets (each judge's
+    /// `max_concurrency` is divided by it, rounded up).
+    pub share: usize,
+    /// Do not read the caches (fresh results are still written).
+    pub no_cache: bool,
+    /// This machine's copy of the project, where the system is started from, instead of the
+    /// folder the run was created in (a container image, another machine's checkout).
+    pub project_dir: Option<PathBuf>,
+}
+
+/// Joins run `run_id` as one worker: claims batches of its pending cases, executes and records
+/// them until none is left, then, if every case of the run is done, records the summary (the
+/// last worker to finish does; the others return with [`RunOutcome::finished`] false).
+///
+/// Workers on many machines share a run through a Postgres store; each must reach the system
+/// the run's settings name (the same project at the same path, e.g. one container image).
+pub fn work_run(
+    location: &StoreLocation,
+    run_id: &str,
+    options: &WorkerOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
+    let mut store = oloproof_store::open(location)?;
+    let run_id = RunId::from(run_id);
+    let record = store.run(&run_id)?;
+    let mut settings: RunSettings =
+        serde_json::from_str(&record.settings_json).map_err(|source| EngineError::Corrupt {
+            what: format!("run {run_id}'s settings"),
+            source,
+        })?;
+    if options.no_cache {
+        settings.use_cache = false;
+    }
+    if let Some(threads) = options.threads {
+        settings.workers = threads.max(1);
+    }
+    if let Some(dir) = &options.project_dir {
+        settings.config_dir = dir.clone();
+    }
+    if settings.intervention.is_some() || settings.dataset.is_some() {
+        return Err(EngineError::NotResumable {
+            run_id: run_id.to_string(),
+            reason: "workers execute runs of a system; a child run of a diagnosis or a run of a \
+                     recorded dataset is executed by the command that created it"
+                .into(),
+        });
+    }
+    if record.status != RunStatus::Running && record.done_count < record.case_count {
+        store.reopen_run(&run_id)?;
+    }
+    let connector = connector_spec(&settings.options, &settings.config_dir, &shim(location)?);
+    let schedule = Schedule {
+        worker: WorkerId::generate(),
+        lease: options
+            .lease
+            .unwrap_or_else(|| Schedule::single(&settings).lease),
+        batch: options.batch.max(1),
+        respect_leases: true,
+        max_attempts: Some(options.max_attempts.max(1)),
+        shared: true,
+        judge_share: options.share.max(1),
+    };
+    let plan = RunPlan {
+        max_error_rate: settings.options.max_error_rate,
+        max_cost: None,
+        settings,
+        connector: Some(connector),
+        first: None,
+        recorded: Recorded::default(),
+    };
+    plan.execute(store.as_mut(), location, &run_id, &schedule, observer)
 }
 
 /// The ids of the cases a `sample:` scores: the `size` ids whose sha256 of the canonical JSON
@@ -237,7 +359,7 @@ pub fn sample_case_ids<'a>(
 /// Re-summarises a stored run from its verdicts (no system call). The run is read through the
 /// store's loader with every case slimmed to what the summary reads as it is decoded.
 pub fn summarize_stored(
-    store: &SqliteStore,
+    store: &dyn Store,
     run_id: &str,
     cache: CacheCounts,
 ) -> Result<RunSummary, EngineError> {
@@ -334,7 +456,7 @@ fn slim_for_summary((case, trace, _): &mut LoadedCase) {
 }
 
 /// The engine's evaluators as readers of the store need them
-/// ([`oloproof_core::run::Evaluators`]): pass it to [`SqliteStore::load_run`], or to the
+/// ([`oloproof_core::run::Evaluators`]): pass it to `load_run` of a store, or to the
 /// viewer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EngineEvaluators;
@@ -427,15 +549,14 @@ impl ConnectionSource for LazyConnection {
     }
 }
 
-/// A finished case's trace and verdicts as JSON, ready for the store.
-type EncodedCase = (String, Vec<(String, String)>);
-
 struct Finished {
     /// The case's position among the claimed cases (the store's order).
     index: usize,
     case: Case,
     case_id: String,
     attempt: i64,
+    /// Recorded as an error after `max_attempts` claims, not executed.
+    abandoned: bool,
     trace: Trace,
     verdicts: Vec<CriterionVerdict>,
     writes: Vec<CacheWrite>,
@@ -483,7 +604,7 @@ fn judge(
             writes.extend(judge_cache.take_writes());
             if !matches!(v.verdict, Verdict::Missing { .. }) {
                 if let Ok(json) = serde_json::to_string(&v) {
-                    writes.push((layer::JUDGMENT.to_string(), key, json));
+                    writes.push((layer::JUDGMENT, key, json));
                 }
             }
             v
@@ -522,50 +643,136 @@ pub(crate) struct RunOrigin<'a> {
     pub(crate) parent: Option<&'a str>,
 }
 
+/// How one invocation takes cases from a run: its lease holder id, lease and batch, and
+/// whether it shares the run with other worker processes.
+#[derive(Debug, Clone)]
+pub(crate) struct Schedule {
+    /// This invocation, as the holder of its leases.
+    pub(crate) worker: WorkerId,
+    /// How long a claim holds a case; heartbeats extend it every third of it.
+    pub(crate) lease: Duration,
+    /// Cases per claim.
+    pub(crate) batch: usize,
+    /// Skip cases leased by others (workers); `false` takes them over (`run --resume`).
+    pub(crate) respect_leases: bool,
+    /// Record a case as an error once claimed more often than this.
+    pub(crate) max_attempts: Option<u32>,
+    /// Other processes work on the run too: the summary counts the cache use recorded with
+    /// every case, and is recorded only once every case is done.
+    pub(crate) shared: bool,
+    /// Worker processes sharing each judge's `max_concurrency`.
+    pub(crate) judge_share: usize,
+}
+
+impl Schedule {
+    /// `run --resume`: one process finishes the run; every pending case is its own, whoever
+    /// claimed it before (that process is gone), and attempts are unlimited. The lease
+    /// outlives a stuck case (three timeouts and a minute).
+    pub(crate) fn single(settings: &RunSettings) -> Self {
+        Schedule {
+            worker: WorkerId::generate(),
+            lease: Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0),
+            batch: (settings.workers * 8).clamp(64, 200),
+            respect_leases: false,
+            max_attempts: None,
+            shared: false,
+            judge_share: 1,
+        }
+    }
+
+    /// A new run (`run`, a diagnosis' child runs): as [`single`](Self::single), but leases of
+    /// `oloproof worker` processes that joined it are respected; on a Postgres store, where
+    /// workers may join, the run is shared (its summary counts every worker's cases).
+    pub(crate) fn new_run(settings: &RunSettings, location: &StoreLocation) -> Self {
+        Schedule {
+            respect_leases: true,
+            shared: matches!(location, StoreLocation::Postgres(_)),
+            ..Self::single(settings)
+        }
+    }
+}
+
+/// The error recorded for a case whose workers all stopped before finishing it.
+fn abandoned(case_id: &str, attempt: i64, max_attempts: Option<u32>) -> Trace {
+    let mut trace = Trace::new(case_id);
+    trace.error = Some(StageError {
+        stage: "claim".into(),
+        kind: ErrorKind::Crash,
+        error_type: None,
+        message: format!(
+            "abandoned: claimed {} times (max_attempts {}), and each worker holding it stopped \
+             (killed, or cut off from the store) before finishing it",
+            attempt - 1,
+            max_attempts.unwrap_or(0)
+        ),
+        traceback: None,
+        stderr_tail: Vec::new(),
+    });
+    trace
+}
+
+/// The cache lookups one finished case made, as the summary counts them.
+fn case_cache_use(f: &Finished, recorded_dataset: bool) -> CacheCounts {
+    let mut counts = CacheCounts::default();
+    if !recorded_dataset && !f.abandoned {
+        // Recorded datasets neither read nor write the execution cache.
+        counts.execution.record(f.trace.cache.execution);
+    }
+    if let Some(hit) = f.trace.cache.retrieve {
+        counts.retrieve.record(hit);
+    }
+    if let Some(hit) = f.trace.cache.generate {
+        counts.generate.record(hit);
+    }
+    counts.judgment = f.judgment;
+    counts
+}
+
 impl RunPlan {
+    /// Records a new run of `cases` (in order) under this plan; returns its id.
+    pub(crate) fn record<'c>(
+        &self,
+        store: &mut dyn Store,
+        cases: impl IntoIterator<Item = &'c Case>,
+        origin: RunOrigin<'_>,
+    ) -> Result<RunId, EngineError> {
+        let run_id = RunId::generate();
+        let cases: Vec<&Case> = cases.into_iter().collect();
+        store.create_run(&NewRun {
+            id: &run_id,
+            config_path: origin.config_path,
+            settings: &self.settings,
+            identity: &self.settings.identity(),
+            system_json: origin.system_json,
+            parent: origin.parent,
+            cases: &cases,
+        })?;
+        Ok(run_id)
+    }
+
     /// Records a new run of `cases` (in order) under this plan, then executes it.
     pub(crate) fn start<'c>(
         self,
-        store: &mut SqliteStore,
-        store_path: &Path,
+        store: &mut dyn Store,
+        location: &StoreLocation,
         cases: impl IntoIterator<Item = &'c Case>,
         origin: RunOrigin<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<RunOutcome, EngineError> {
-        let run_id = format!("run_{}", ulid::Ulid::new());
-        let case_rows: Vec<(String, String)> = cases
-            .into_iter()
-            .map(|c| Ok((c.id.clone(), serde_json::to_string(c)?)))
-            .collect::<Result<_, serde_json::Error>>()
-            .map_err(|source| EngineError::Corrupt {
-                what: "a case".into(),
-                source,
-            })?;
-        let settings_json =
-            serde_json::to_string(&self.settings).map_err(|source| EngineError::Corrupt {
-                what: "settings".into(),
-                source,
-            })?;
-        store.create_run(&NewRun {
-            id: &run_id,
-            config_path: origin.config_path,
-            settings_json: &settings_json,
-            identity: &self.settings.identity(),
-            system_json: origin.system_json,
-            parent: origin.parent,
-            cases: &case_rows,
-        })?;
-        drop(case_rows);
-        self.execute(store, store_path, &run_id, observer)
+        let run_id = self.record(store, cases, origin)?;
+        let schedule = Schedule::new_run(&self.settings, location);
+        self.execute(store, location, &run_id, &schedule, observer)
     }
 
-    /// Executes the pending cases of `run_id` on a pool of workers, committing each finished
-    /// case from this thread, then summarises the run.
+    /// Executes the pending cases of `run_id` on a pool of workers: claims them in batches
+    /// under `schedule`'s lease (heartbeats keep it), commits each finished case from this
+    /// thread, then summarises the run.
     pub(crate) fn execute(
         self,
-        store: &mut SqliteStore,
-        store_path: &Path,
-        run_id: &str,
+        store: &mut dyn Store,
+        location: &StoreLocation,
+        run_id: &RunId,
+        schedule: &Schedule,
         observer: &mut dyn RunObserver,
     ) -> Result<RunOutcome, EngineError> {
         let RunPlan {
@@ -578,8 +785,11 @@ impl RunPlan {
         } = self;
         let settings = &settings;
         let recorded = &recorded;
-        let registry = crate::judged::JudgeRegistry::from_options(&settings.options.judges)
-            .map_err(|e| EngineError::Usage(e.to_string()))?;
+        let registry = crate::judged::JudgeRegistry::from_options_shared(
+            &settings.options.judges,
+            schedule.judge_share,
+        )
+        .map_err(|e| EngineError::Usage(e.to_string()))?;
         let registry = &registry;
         let reranker_judge = settings
             .intervention
@@ -593,10 +803,18 @@ impl RunPlan {
         // not be recorded, and every system and judge call would be spent for nothing).
         let store_failed = std::sync::atomic::AtomicBool::new(false);
         let store_failed = &store_failed;
-        let lease = Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0);
-        let claimed = store.claim_pending(run_id, lease)?;
-        let total = store.run(run_id)?.case_count as u64;
-        observer.started(run_id, total, claimed.len() as u64);
+        let claim = Claim {
+            worker: &schedule.worker,
+            limit: schedule.batch,
+            lease: schedule.lease,
+            respect_leases: schedule.respect_leases,
+            max_attempts: schedule.max_attempts,
+        };
+        let record = store.run(run_id)?;
+        let total = record.case_count as u64;
+        let pending = (record.case_count - record.done_count).max(0) as u64;
+        let first_batch = store.claim_batch(run_id, &claim)?;
+        observer.started(run_id, total, pending);
         let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
         let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
         // The output fields an evaluator measures in the system's tokens, counted after generation.
@@ -607,43 +825,49 @@ impl RunPlan {
         token_fields.sort();
         token_fields.dedup();
         let token_fields = &token_fields;
-        let whole_run = claimed.len() as u64 == total;
-        let mut held: Vec<(usize, LoadedCase)> = Vec::with_capacity(claimed.len());
-        let mut jobs = Vec::with_capacity(claimed.len());
-        for row in &claimed {
-            let case: Case =
-                serde_json::from_str(&row.case_json).map_err(|source| EngineError::Corrupt {
-                    what: format!("case {}", row.case_id),
-                    source,
-                })?;
-            jobs.push((jobs.len(), case, row.attempt));
-        }
+        let whole_run = pending == total && !schedule.shared;
+        let mut held: Vec<(usize, LoadedCase)> = Vec::new();
         let mut counts = CacheCounts::default();
         let mut errors = 0u64;
         let mut missing = 0u64;
-        let mut write_error = None;
-        if !jobs.is_empty() {
-            let workers = settings.workers.clamp(1, jobs.len());
-            let (job_tx, job_rx) = crossbeam_channel::unbounded::<(usize, Case, i64)>();
-            for job in jobs {
-                let _ = job_tx.send(job);
-            }
-            drop(job_tx);
+        let mut executed = 0u64;
+        let mut write_error: Option<EngineError> = None;
+        if !first_batch.is_empty() {
+            let workers = settings.workers.clamp(1, pending.max(1) as usize);
+            let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
+            let mut sent = 0usize;
+            let mut send =
+                |tx: &crossbeam_channel::Sender<Job>,
+                 batch: Vec<oloproof_core::store::ClaimedCase>| {
+                    for c in batch {
+                        sent += 1;
+                        let _ = tx.send(Job {
+                            index: c.ord as usize,
+                            case: c.case,
+                            attempt: c.attempt,
+                            exhausted: c.exhausted,
+                        });
+                    }
+                    sent
+                };
+            let mut sent_count = send(&job_tx, first_batch);
+            let mut job_tx = Some(job_tx);
             let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
             let mut first = first;
-            // Each worker's two read-only connections (cache lookups, judge calls), opened
-            // before any case runs: a store that cannot be read is an error now, not a run
-            // that silently recomputes (and re-bills) everything.
+            // Each worker's two connections (cache lookups, judge calls), opened before any
+            // case runs: a store that cannot be read is an error now, not a run that silently
+            // recomputes (and re-bills) everything.
             let mut readers = Vec::with_capacity(workers);
             for _ in 0..workers {
-                let open = || -> Result<Option<SqliteStore>, EngineError> {
+                let open = || -> Result<Option<Box<dyn Store>>, EngineError> {
                     Ok(match settings.use_cache {
-                        true => Some(SqliteStore::open_reader(store_path)?),
+                        true => Some(oloproof_store::open_reader(location)?),
                         false => None,
                     })
                 };
                 readers.push((open()?, open()?));
             }
+            let heartbeat_every = (schedule.lease / 3).max(Duration::from_millis(50));
             std::thread::scope(|scope| {
                 for (reader, judge_reader) in readers {
                     let job_rx = job_rx.clone();
@@ -655,13 +879,19 @@ impl RunPlan {
                     let evaluators = &evaluators;
                     let over_budget = &over_budget;
                     scope.spawn(move || {
-                        let cache = CacheReader::new(reader.as_ref());
+                        let cache = CacheReader::new(reader.as_deref());
                         let judge_cache = crate::judged::StoreJudgeCache::new(judge_reader);
                         let env = crate::judged::JudgeEnv {
                             judges: registry,
                             cache: &judge_cache,
                         };
-                        for (index, case, attempt) in job_rx.iter() {
+                        for job in job_rx.iter() {
+                            let Job {
+                                index,
+                                case,
+                                attempt,
+                                exhausted,
+                            } = job;
                             let _case_span =
                                 tracing::info_span!("case", run_id = %run_id, case_id = %case.id)
                                     .entered();
@@ -674,27 +904,32 @@ impl RunPlan {
                             }
                             // One read transaction for all of this case's cache lookups;
                             // without one each lookup reads on its own, as before.
-                            let _snapshot =
-                                reader.as_ref().and_then(|r| match r.read_snapshot() {
+                            let _snapshot = reader.as_deref().and_then(|r| {
+                                match oloproof_core::store::ReadSnapshot::begin(r) {
                                     Ok(s) => Some(s),
                                     Err(e) => {
                                         tracing::warn!(error = %e, "cache lookups without a read snapshot");
                                         None
                                     }
-                                });
-                            let (trace, mut writes) = execute_case(
-                                &settings.system,
-                                &case,
-                                &mut source,
-                                &cache,
-                                crate::execute::CaseMode {
-                                    intervention: settings.intervention.as_ref(),
-                                    recorded: recorded.retrievals.get(&case.id),
-                                    trace: recorded.traces.get(&case.id),
-                                    reranker_judge,
-                                    count_tokens_of: token_fields,
-                                },
-                            );
+                                }
+                            });
+                            let (trace, mut writes) = if exhausted {
+                                (abandoned(&case.id, attempt, schedule.max_attempts), Vec::new())
+                            } else {
+                                execute_case(
+                                    &settings.system,
+                                    &case,
+                                    &mut source,
+                                    &cache,
+                                    crate::execute::CaseMode {
+                                        intervention: settings.intervention.as_ref(),
+                                        recorded: recorded.retrievals.get(&case.id),
+                                        trace: recorded.traces.get(&case.id),
+                                        reranker_judge,
+                                        count_tokens_of: token_fields,
+                                    },
+                                )
+                            };
                             let mut judgment = HitMiss::default();
                             let verdicts = judge(
                                 evaluators,
@@ -713,6 +948,7 @@ impl RunPlan {
                                 case_id: case.id.clone(),
                                 case,
                                 attempt,
+                                abandoned: exhausted,
                                 trace,
                                 verdicts,
                                 writes,
@@ -725,9 +961,63 @@ impl RunPlan {
                     });
                 }
                 drop(done_tx);
-                // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other share one
-                // transaction. Each case stays all-or-nothing; a kill loses at most that window.
-                while let Ok(first) = done_rx.recv() {
+                let mut received = 0usize;
+                let mut last_beat = Instant::now();
+                // While other workers hold the run's last cases, claims are retried this often
+                // (a worker that dies leaves its cases to whoever claims after its lease).
+                let poll =
+                    (schedule.lease / 2).clamp(Duration::from_millis(100), Duration::from_secs(5));
+                let mut next_claim = Instant::now();
+                loop {
+                    // Keep the queue fed: claim the next batch once the workers are about to
+                    // run dry. An empty claim closes the queue (and the workers end) once no
+                    // case is pending but ours; while others hold cases, it is retried.
+                    let stopping =
+                        over_budget() || store_failed.load(std::sync::atomic::Ordering::Relaxed);
+                    let in_flight = sent_count.saturating_sub(received);
+                    if stopping {
+                        job_tx = None;
+                    } else if let Some(tx) = &job_tx {
+                        if in_flight <= workers && Instant::now() >= next_claim {
+                            let claimed = store.claim_batch(run_id, &claim).and_then(|batch| {
+                                if !batch.is_empty() || !schedule.shared {
+                                    return Ok((batch, false));
+                                }
+                                let r = store.run(run_id)?;
+                                let others = (r.case_count - r.done_count).max(0) as usize;
+                                Ok((batch, others > in_flight))
+                            });
+                            match claimed {
+                                Ok((batch, true)) if batch.is_empty() => {
+                                    next_claim = Instant::now() + poll;
+                                }
+                                Ok((batch, _)) if batch.is_empty() => job_tx = None,
+                                Ok((batch, _)) => sent_count = send(tx, batch),
+                                Err(e) => {
+                                    store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                    write_error = Some(e.into());
+                                    job_tx = None;
+                                }
+                            }
+                        }
+                    }
+                    // Extend the leases of the cases in hand.
+                    if last_beat.elapsed() >= heartbeat_every && write_error.is_none() {
+                        if let Err(e) = store.heartbeat(run_id, &schedule.worker, schedule.lease) {
+                            store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            write_error = Some(e.into());
+                            job_tx = None;
+                        }
+                        last_beat = Instant::now();
+                    }
+                    let first = match done_rx.recv_timeout(heartbeat_every.min(poll)) {
+                        Ok(f) => f,
+                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
+                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                    };
+                    // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other
+                    // share one transaction. Each case stays all-or-nothing; a kill loses at
+                    // most that window.
                     let mut batch = vec![first];
                     let window_end = std::time::Instant::now() + GROUP_COMMIT_WINDOW;
                     while batch.len() < GROUP_COMMIT_MAX {
@@ -737,69 +1027,51 @@ impl RunPlan {
                             Err(_) => break,
                         }
                     }
+                    received += batch.len();
                     if write_error.is_some() {
                         continue;
                     }
-                    // A trace or verdict is never stored as an empty string: one that does not
-                    // serialise stops the run (the store keeps what was committed).
-                    let encoded: Result<Vec<EncodedCase>, EngineError> = batch
-                        .iter()
-                        .map(|f| {
-                            let serialise = |what: String| {
-                                move |source| EngineError::Serialise { what, source }
-                            };
-                            let trace_json = serde_json::to_string(&f.trace)
-                                .map_err(serialise(format!("the trace of {}", f.case_id)))?;
-                            let verdicts = f
-                                .verdicts
-                                .iter()
-                                .map(|v| {
-                                    let json = serde_json::to_string(v).map_err(serialise(
-                                        format!("the {} verdict of {}", v.criterion, f.case_id),
-                                    ))?;
-                                    Ok((v.criterion.clone(), json))
-                                })
-                                .collect::<Result<_, EngineError>>()?;
-                            Ok((trace_json, verdicts))
-                        })
-                        .collect();
-                    let encoded = match encoded {
-                        Ok(encoded) => encoded,
-                        Err(e) => {
-                            store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                            write_error = Some(e);
-                            continue;
-                        }
-                    };
+                    let dataset = !recorded.traces.is_empty();
+                    let uses: Vec<CacheCounts> =
+                        batch.iter().map(|f| case_cache_use(f, dataset)).collect();
                     let results: Vec<CaseResult<'_>> = batch
                         .iter()
-                        .zip(&encoded)
-                        .map(|(f, (trace_json, verdicts))| CaseResult {
+                        .zip(&uses)
+                        .map(|(f, cache_use)| CaseResult {
                             case_id: &f.case_id,
                             attempt: f.attempt,
-                            trace_json,
-                            verdicts,
+                            trace: &f.trace,
+                            verdicts: &f.verdicts,
+                            cache_use: *cache_use,
                             cache: &f.writes,
                         })
                         .collect();
-                    if let Err(e) = store.complete_cases(run_id, &results) {
-                        store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        write_error = Some(e.into());
-                        continue;
-                    }
-                    for f in &batch {
-                        if recorded.traces.is_empty() {
-                            // Recorded datasets neither read nor write the execution cache.
-                            counts.execution.record(f.trace.cache.execution);
+                    let written = match store.complete_cases(run_id, &schedule.worker, &results) {
+                        Ok(written) => written,
+                        Err(e) => {
+                            store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            write_error = Some(e.into());
+                            continue;
                         }
-                        if let Some(hit) = f.trace.cache.retrieve {
-                            counts.retrieve.record(hit);
+                    };
+                    drop(results);
+                    for ((f, cache_use), written) in batch.iter().zip(&uses).zip(&written) {
+                        if !written {
+                            // Our lease was lost (it expired and another worker claimed the
+                            // case): that worker's result is the one recorded.
+                            tracing::warn!(run_id = %run_id, case_id = %f.case_id, attempt = f.attempt, "result not recorded: the case's lease passed to another worker");
+                            continue;
                         }
-                        if let Some(hit) = f.trace.cache.generate {
-                            counts.generate.record(hit);
+                        executed += 1;
+                        for (sum, add) in [
+                            (&mut counts.execution, cache_use.execution),
+                            (&mut counts.retrieve, cache_use.retrieve),
+                            (&mut counts.generate, cache_use.generate),
+                            (&mut counts.judgment, cache_use.judgment),
+                        ] {
+                            sum.hit += add.hit;
+                            sum.miss += add.miss;
                         }
-                        counts.judgment.hit += f.judgment.hit;
-                        counts.judgment.miss += f.judgment.miss;
                         if f.trace.error.is_some() {
                             errors += 1;
                         }
@@ -826,12 +1098,17 @@ impl RunPlan {
                     // What the summary reads of each committed case, held in memory (slimmed
                     // as `summarize_stored` slims what it reads back), in the store's order of
                     // verdicts (by criterion), so the summary needs no second read of the run.
-                    for f in batch {
-                        let mut verdicts = f.verdicts;
-                        verdicts.sort_by(|a, b| a.criterion.cmp(&b.criterion));
-                        let mut held_case = (f.case, Some(f.trace), verdicts);
-                        slim_for_summary(&mut held_case);
-                        held.push((f.index, held_case));
+                    if whole_run {
+                        for (f, written) in batch.into_iter().zip(written) {
+                            if !written {
+                                continue;
+                            }
+                            let mut verdicts = f.verdicts;
+                            verdicts.sort_by(|a, b| a.criterion.cmp(&b.criterion));
+                            let mut held_case = (f.case, Some(f.trace), verdicts);
+                            slim_for_summary(&mut held_case);
+                            held.push((f.index, held_case));
+                        }
                     }
                 }
             });
@@ -839,14 +1116,16 @@ impl RunPlan {
         if let Some(e) = write_error {
             return Err(e);
         }
+        let record = store.run(run_id)?;
+        let all_done = record.done_count == record.case_count;
         // Every case of the run ran in this invocation and committed: summarise what is held,
         // in the store's case order, exactly as `summarize_stored` would read it back (a test
-        // compares the two). Otherwise (a resumed run, a cost cap that left cases pending) read
-        // the run back.
-        let mut summary = if whole_run && held.len() == claimed.len() {
+        // compares the two). Otherwise (a resumed run, a cost cap that left cases pending, a
+        // run shared with other workers) read the run back.
+        let mut summary = if whole_run && held.len() as u64 == total {
             held.sort_by_key(|(index, _)| *index);
             let run = LoadedRun {
-                record: store.run(run_id)?,
+                record,
                 settings: settings.clone(),
                 criteria: evaluators
                     .iter()
@@ -857,20 +1136,25 @@ impl RunPlan {
             summarize_run(&run, counts)?
         } else {
             drop(held);
-            summarize_stored(store, run_id, counts)?
+            // Shared: the cache use of every worker, as recorded with each case.
+            let cache = match schedule.shared {
+                true => store.cache_use_of(run_id)?,
+                false => counts,
+            };
+            summarize_stored(store, run_id, cache)?
         };
         summary.incomplete_criteria = IncompleteCriterion::find(&summary.criteria, max_error_rate);
-        let summary_json =
-            serde_json::to_string(&summary).map_err(|source| EngineError::Corrupt {
-                what: "summary".into(),
-                source,
-            })?;
-        let status = if summary.done == summary.cases {
-            "complete"
-        } else {
-            "incomplete"
-        };
-        store.finish_run(run_id, status, &summary_json)?;
+        let mut finished = !schedule.shared || all_done;
+        if finished {
+            let status = if summary.done == summary.cases {
+                RunStatus::Complete
+            } else {
+                RunStatus::Incomplete
+            };
+            // Of workers that see the last case done at once, one records the summary.
+            let recorded = store.finish_run(run_id, status, &summary)?;
+            finished = recorded || !schedule.shared;
+        }
         let error_rate = if summary.cases == 0 {
             0.0
         } else {
@@ -881,8 +1165,20 @@ impl RunPlan {
             summary,
             error_rate,
             max_error_rate,
+            finished,
+            executed,
         })
     }
+}
+
+/// One case to execute under one attempt.
+struct Job {
+    /// The case's order in the run.
+    index: usize,
+    case: Case,
+    attempt: i64,
+    /// Claimed past `max_attempts`: recorded as an error, not executed.
+    exhausted: bool,
 }
 
 #[cfg(test)]

@@ -429,7 +429,7 @@ pub fn run_header(run: &LoadedRun, summary: &RunSummary) -> String {
     let mut rows: Vec<(&str, String)> = vec![
         ("run", run.record.id.clone()),
         ("system", format!("{} {}", summary.system, summary.version)),
-        ("status", run.record.status.clone()),
+        ("status", run.record.status.to_string()),
         ("created (UTC)", format_utc(run.record.created_ms)),
         (
             "cases",

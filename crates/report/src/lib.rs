@@ -328,7 +328,7 @@ pub fn runs_table(runs: &[RunRecord]) -> String {
             .and_then(Value::as_str);
         let status = match (&r.parent, intervention) {
             (Some(parent), Some(label)) => format!("{} · {label} of {parent}", r.status),
-            _ => r.status.clone(),
+            _ => r.status.to_string(),
         };
         t.add_row(vec![
             r.id.clone(),

@@ -18,12 +18,12 @@ use oloproof_core::case::Case;
 use oloproof_core::comparison::{ChangeDirection, Comparison, Gate};
 use oloproof_core::diagnosis::{CaseDiagnosis, Diagnosis};
 use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun, RunRecord};
+use oloproof_core::store::RecordedAnalysis;
 use oloproof_core::summary::RunSummary;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use oloproof_report::html::{self, escape};
 use oloproof_report::{counts_cell, format_utc, interval_cell, value_cell};
-use oloproof_store::RecordedAnalysis;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -233,7 +233,7 @@ pub fn runs_page(
                 escape(&format_utc(r.created_ms)),
                 escape(&source),
                 escape(&settings),
-                status_pill(&r.status),
+                status_pill(r.status.as_str()),
                 r.done_count,
                 r.case_count,
                 id = escape(&r.id),

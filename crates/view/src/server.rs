@@ -12,7 +12,6 @@
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -24,7 +23,8 @@ use axum::routing::get;
 use axum::Router;
 use oloproof_core::diagnosis::Diagnosis;
 use oloproof_core::run::{Evaluators, LoadedRun};
-use oloproof_store::{SqliteStore, StoreError};
+use oloproof_core::store::{Store, StoreLocation};
+use oloproof_store::StoreError;
 use serde::Deserialize;
 
 use crate::pages::{self, CaseFilters, ComparisonFilters, LabelFilter, PageError};
@@ -33,8 +33,8 @@ use crate::{ViewError, CONTENT_SECURITY_POLICY};
 /// Where the viewer listens and what it serves.
 #[derive(Debug, Clone)]
 pub struct ViewerSettings {
-    /// The run store (an existing `oloproof.db`).
-    pub store_path: PathBuf,
+    /// The run store (an existing `oloproof.db`, or a Postgres database).
+    pub store: StoreLocation,
     /// The interface (default 127.0.0.1).
     pub host: IpAddr,
     /// The port (0: any free one).
@@ -48,7 +48,7 @@ pub struct ViewerSettings {
 pub struct Viewer {
     listener: TcpListener,
     addr: SocketAddr,
-    store_path: PathBuf,
+    store: StoreLocation,
     evaluators: Arc<dyn Evaluators>,
 }
 
@@ -56,13 +56,13 @@ impl std::fmt::Debug for Viewer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Viewer")
             .field("addr", &self.addr)
-            .field("store_path", &self.store_path)
+            .field("store", &self.store.to_string())
             .finish_non_exhaustive()
     }
 }
 
 struct AppState {
-    store_path: PathBuf,
+    store: StoreLocation,
     /// What only the evaluators know: criterion kinds, summaries of runs without a stored one,
     /// slice values.
     evaluators: Arc<dyn Evaluators>,
@@ -87,9 +87,9 @@ impl Viewer {
                 host: settings.host.to_string(),
             });
         }
-        if settings.store_path.exists() {
-            SqliteStore::open(&settings.store_path).map_err(|source| ViewError::Store {
-                path: settings.store_path.display().to_string(),
+        if oloproof_store::exists(&settings.store) {
+            oloproof_store::open(&settings.store).map_err(|source| ViewError::Store {
+                path: settings.store.to_string(),
                 source,
             })?;
         }
@@ -101,7 +101,7 @@ impl Viewer {
         Ok(Viewer {
             listener,
             addr,
-            store_path: settings.store_path.clone(),
+            store: settings.store.clone(),
             evaluators,
         })
     }
@@ -137,7 +137,7 @@ impl Viewer {
             ]
         });
         let state = Arc::new(AppState {
-            store_path: self.store_path,
+            store: self.store,
             evaluators: self.evaluators,
             allowed_hosts,
         });
@@ -232,12 +232,12 @@ fn html(status: StatusCode, body: String) -> Response {
 /// outcome into a page.
 async fn page<F>(state: Arc<AppState>, render: F) -> Response
 where
-    F: FnOnce(&SqliteStore, &dyn Evaluators) -> Result<String, PageError> + Send + 'static,
+    F: FnOnce(&dyn Store, &dyn Evaluators) -> Result<String, PageError> + Send + 'static,
 {
     let result = tokio::task::spawn_blocking(move || {
-        let store = SqliteStore::open_reader(&state.store_path)
+        let store = oloproof_store::open_reader(&state.store)
             .map_err(|e| PageError::Internal(e.to_string()))?;
-        render(&store, state.evaluators.as_ref())
+        render(store.as_ref(), state.evaluators.as_ref())
     })
     .await
     .unwrap_or_else(|e| Err(PageError::Internal(format!("the page failed: {e}"))));
@@ -266,7 +266,7 @@ fn store_error(e: StoreError) -> PageError {
 }
 
 fn load(
-    store: &SqliteStore,
+    store: &dyn Store,
     evaluators: &dyn Evaluators,
     run_id: &str,
 ) -> Result<LoadedRun, PageError> {
@@ -274,7 +274,7 @@ fn load(
 }
 
 /// The run's diagnoses, newest first.
-fn diagnoses_of(store: &SqliteStore, run_id: &str) -> Result<Vec<Diagnosis>, PageError> {
+fn diagnoses_of(store: &dyn Store, run_id: &str) -> Result<Vec<Diagnosis>, PageError> {
     store.load_diagnoses_of(run_id).map_err(internal)
 }
 
@@ -351,7 +351,7 @@ async fn run(
 }
 
 fn render_case(
-    store: &SqliteStore,
+    store: &dyn Store,
     evaluators: &dyn Evaluators,
     run_id: &str,
     case_id: &str,

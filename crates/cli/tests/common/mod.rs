@@ -147,3 +147,6 @@ pub fn criterion<'a>(summary: &'a serde_json::Value, name: &str) -> &'a serde_js
         .find(|c| c["criterion"] == name)
         .unwrap_or_else(|| panic!("no criterion {name} in {summary}"))
 }
+
+/// The test Postgres server (`scripts/postgres-test`).
+pub mod pg;
