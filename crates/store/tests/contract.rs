@@ -461,6 +461,7 @@ fn run_status_moves_through_its_life(b: &Backend) {
         judges: None,
         repeat_agreement: Vec::new(),
         incomplete_criteria: Vec::new(),
+        external_scores: Vec::new(),
     };
     assert!(s.finish_run(&run, RunStatus::Incomplete, &summary).unwrap());
     // Only a running run is finished: a second worker finishing it records nothing.
