@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence
 
 __all__ = [
+    "Filter",
+    "Hop",
     "Passage",
     "Retrieval",
     "rag_system",
@@ -95,12 +97,46 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class Filter:
+    """A metadata predicate a retrieval applied: ``Filter("tenant", "=", "acme")``.
+
+    ``op`` is one of ``=``, ``!=``, ``in``, ``not_in`` (``value`` a list), ``<``, ``<=``,
+    ``>``, ``>=`` (numbers, or strings compared bytewise) and ``exists``. Oloproof evaluates
+    the predicates a retrieval reports against the gold documents' metadata (``corpus:``) to
+    measure how often a filter removes every relevant document (seed 000, Part 5).
+    """
+
+    field: str
+    op: str
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One hop of an iterative retrieval: the query it ran and what it found, in order."""
+
+    query: Optional[str]
+    candidates: Sequence[Passage] = ()
+    filters: Sequence[Filter] = ()
+
+
+@dataclass(frozen=True)
 class Retrieval:
-    """What ``retrieve`` returns: the query it ran, the depth, and the candidates in rank order."""
+    """What ``retrieve`` returns: the query it ran, the depth, and the candidates in rank order.
+
+    Optional: the metadata ``filters`` it applied, the ``hops`` of an iterative retrieval
+    (its final ``candidates`` are what the context is cut from), the ``usage`` of a model it
+    called (``{"model": ..., "input_tokens": ..., "output_tokens": ...}``), and the ``lane`` it
+    answers for.
+    """
 
     query: Optional[str]
     depth: int
     candidates: Sequence[Passage] = ()
+    filters: Sequence[Filter] = ()
+    hops: Sequence[Hop] = ()
+    usage: Optional[Dict[str, Any]] = None
+    lane: Optional[str] = None
 
 
 def rag_system(
@@ -110,15 +146,25 @@ def rag_system(
     top_k: Optional[int] = None,
     token_budget: Optional[int] = None,
     index_version: Optional[str] = None,
+    lanes: Optional[Sequence[str]] = None,
     **extra: Any,
 ):
     """Class decorator declaring a staged RAG system.
 
     ``name`` and ``version`` identify the system. ``depth``, ``top_k``, ``token_budget`` and
     ``index_version`` are defaults that ``oloproof.yaml`` overrides; unset ones are omitted.
+    ``lanes`` declares retrieval lanes (``["bm25", "dense"]``): ``retrieve`` is then called
+    once per lane and query with ``lane=`` and ``query=``, and the host fuses the lists
+    (``system.rag.fusion``, RRF k = 60 by default). Optional methods ``rewrite(input)``,
+    ``rerank(input, candidates)`` and ``fuse(input, lists)`` are stages of their own.
     Extra keyword arguments are kept as further defaults. The merged parameters are available
     to the instance as ``self.oloproof_params`` (a dict) once the worker has started.
     """
+    if lanes is not None:
+        if isinstance(lanes, str) or not all(isinstance(l, str) and l for l in lanes):
+            raise TypeError("rag_system(lanes=...) must be a list of non-empty strings")
+        if len(set(lanes)) != len(lanes):
+            raise TypeError("rag_system(lanes=...) names a lane twice")
     if not isinstance(name, str) or not name:
         raise TypeError("rag_system(name=...) must be a non-empty string")
     if not isinstance(version, str):
@@ -139,7 +185,16 @@ def rag_system(
     def decorate(cls):
         if not isinstance(cls, type):
             raise TypeError("@rag_system decorates a class")
-        setattr(cls, _SYSTEM_ATTR, {"name": name, "version": version, "defaults": dict(defaults)})
+        setattr(
+            cls,
+            _SYSTEM_ATTR,
+            {
+                "name": name,
+                "version": version,
+                "defaults": dict(defaults),
+                "lanes": list(lanes or ()),
+            },
+        )
         return cls
 
     return decorate
@@ -149,8 +204,13 @@ def system_info(cls) -> Dict[str, Any]:
     """The decorator's record for ``cls``: name, version, defaults (class name if undecorated)."""
     info = getattr(cls, _SYSTEM_ATTR, None)
     if info is None:
-        return {"name": getattr(cls, "__name__", str(cls)), "version": None, "defaults": {}}
-    return {"name": info["name"], "version": info["version"], "defaults": dict(info["defaults"])}
+        return {"name": getattr(cls, "__name__", str(cls)), "version": None, "defaults": {}, "lanes": []}
+    return {
+        "name": info["name"],
+        "version": info["version"],
+        "defaults": dict(info["defaults"]),
+        "lanes": list(info.get("lanes", ())),
+    }
 
 
 # The API over the binary; imported last: it needs nothing above, and nothing above needs it.

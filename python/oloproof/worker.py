@@ -20,12 +20,15 @@ import time
 import traceback
 
 try:  # run as part of the package (python -m oloproof.worker)
-    from oloproof import PROTOCOL_VERSION, Passage, Retrieval, system_info
+    from oloproof import PROTOCOL_VERSION, Filter, Hop, Passage, Retrieval, system_info
 except ImportError:  # pragma: no cover - run as a loose file next to __init__.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from oloproof import PROTOCOL_VERSION, Passage, Retrieval, system_info
+    from oloproof import PROTOCOL_VERSION, Filter, Hop, Passage, Retrieval, system_info
 
 OPS = ("retrieve", "generate", "count_tokens")
+#: The optional pipeline stages a class may define (declared in hello when it does).
+STAGES = ("rewrite", "fuse", "rerank")
+FILTER_OPS = ("=", "!=", "in", "not_in", "<", "<=", ">", ">=", "exists")
 
 
 class WorkerError(Exception):
@@ -121,6 +124,85 @@ def _passage_from_wire(obj, where, with_position=False):
     return p
 
 
+def _check_accepts(method, kwargs, name):
+    """Raise a clear error when ``method`` cannot take the keyword arguments the host sends."""
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [k for k in kwargs if k not in params]
+    if missing:
+        hint = {
+            "query": "a system with rewrite() receives each query as query=",
+            "lane": "a system declaring lanes= receives lane=",
+            "skip_filters": "the no-filter intervention asks retrieve() to skip its filters",
+        }
+        raise WorkerError(
+            "TypeError",
+            "%s() takes no %s argument (%s)"
+            % (name, ", ".join(missing), "; ".join(hint[k] for k in missing)),
+        )
+
+
+def _filter_to_wire(f, where):
+    if isinstance(f, Filter):
+        field_, op, value = f.field, f.op, f.value
+    elif isinstance(f, dict):
+        field_, op, value = f.get("field"), f.get("op"), f.get("value")
+    elif isinstance(f, (list, tuple)) and len(f) in (2, 3):
+        field_, op, value = (list(f) + [None])[:3]
+    else:
+        raise WorkerError("TypeError", "%s: expected a Filter, got %s" % (where, type(f).__name__))
+    if not isinstance(field_, str) or not field_:
+        raise WorkerError("TypeError", "%s: field must be a non-empty string" % where)
+    if op not in FILTER_OPS:
+        raise WorkerError(
+            "ValueError", "%s: op %r is not one of %s" % (where, op, ", ".join(FILTER_OPS))
+        )
+    if isinstance(value, (tuple, set, frozenset)):
+        value = sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    if op in ("in", "not_in") and not isinstance(value, list):
+        raise WorkerError("TypeError", "%s: op %r needs a list value" % (where, op))
+    return {"field": field_, "op": op, "value": value}
+
+
+def _hop_to_wire(h, i):
+    where = "Retrieval.hops[%d]" % i
+    if isinstance(h, Hop):
+        query, candidates, filters = h.query, h.candidates, h.filters
+    elif isinstance(h, dict):
+        query, candidates, filters = h.get("query"), h.get("candidates"), h.get("filters") or ()
+    else:
+        raise WorkerError("TypeError", "%s: expected a Hop, got %s" % (where, type(h).__name__))
+    if candidates is None:
+        raise WorkerError("TypeError", "%s: a hop needs candidates" % where)
+    wire = {
+        "query": query,
+        "candidates": [
+            _passage_to_wire(p, "%s candidate %d" % (where, j + 1)) for j, p in enumerate(candidates)
+        ],
+    }
+    if filters:
+        wire["filters"] = [
+            _filter_to_wire(f, "%s.filters[%d]" % (where, j)) for j, f in enumerate(filters)
+        ]
+    return wire
+
+
+def _usage_to_wire(usage, where):
+    if not isinstance(usage, dict):
+        raise WorkerError("TypeError", "%s must be a dict" % where)
+    for key in ("input_tokens", "output_tokens"):
+        n = usage.get(key)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise WorkerError("TypeError", "%s: %s must be a non-negative int" % (where, key))
+    return usage
+
+
 def _require(req, key, kind, kind_name):
     if key not in req:
         raise WorkerError("ProtocolError", "request is missing %r" % key)
@@ -158,12 +240,18 @@ class Worker:
             return self.op_hello(req)
         if op == "shutdown":
             return None
-        if op == "rerank":
+        if op == "rerank" and "function" in req:
             if self.startup_error is not None:
                 raise _StartupFailure(self.startup_error)
             if not self.ready:
                 raise WorkerError("ProtocolError", "the first request must be 'hello'")
             return self.op_rerank(req)
+        if op in STAGES:
+            if self.startup_error is not None:
+                raise _StartupFailure(self.startup_error)
+            if not self.ready:
+                raise WorkerError("ProtocolError", "the first request must be 'hello'")
+            return getattr(self, "op_stage_" + op)(req)
         if op not in OPS:
             raise WorkerError("UnknownOp", "unknown op %r" % op)
         if self.startup_error is not None:
@@ -198,13 +286,16 @@ class Worker:
         except Exception:  # noqa: BLE001 - e.g. __slots__ without the attribute
             pass
         self.ready = True
-        return {
+        hello = {
             "protocol": PROTOCOL_VERSION,
             "name": info["name"],
             "version": info["version"],
             "defaults": info["defaults"],
-            "ops": [op for op in OPS if callable(getattr(self.instance, op, None))],
+            "ops": [op for op in OPS + STAGES if callable(getattr(self.instance, op, None))],
         }
+        if info["lanes"]:
+            hello["lanes"] = info["lanes"]
+        return hello
 
     def _method(self, name):
         method = getattr(self.instance, name, None)
@@ -219,9 +310,32 @@ class Worker:
         depth = req.get("depth", self.params.get("depth"))
         if depth is None or isinstance(depth, bool) or not isinstance(depth, int):
             raise WorkerError("ProtocolError", "'depth' must be an integer")
-        result = self._method("retrieve")(input_, depth)
+        kwargs = {}
+        for key in ("query", "lane"):
+            if req.get(key) is not None:
+                if not isinstance(req[key], str):
+                    raise WorkerError("ProtocolError", "%r must be a string" % key)
+                kwargs[key] = req[key]
+        if req.get("skip_filters"):
+            kwargs["skip_filters"] = True
+        method = self._method("retrieve")
+        if kwargs:
+            _check_accepts(method, kwargs, "retrieve")
+        result = method(input_, depth, **kwargs)
+        extra = {}
         if isinstance(result, Retrieval):
             query, rdepth, candidates = result.query, result.depth, result.candidates
+            if result.filters:
+                extra["filters"] = [
+                    _filter_to_wire(f, "Retrieval.filters[%d]" % i)
+                    for i, f in enumerate(result.filters)
+                ]
+            if result.hops:
+                extra["hops"] = [_hop_to_wire(h, i) for i, h in enumerate(result.hops)]
+            if result.usage is not None:
+                extra["usage"] = _usage_to_wire(result.usage, "Retrieval.usage")
+            if result.lane is not None:
+                extra["lane"] = result.lane
         elif isinstance(result, (list, tuple)):
             query, rdepth, candidates = None, depth, result
         else:
@@ -238,13 +352,96 @@ class Worker:
             candidates = ()
         if not isinstance(candidates, (list, tuple)):
             candidates = list(candidates)
-        return {
+        wire = {
             "query": query,
             "depth": rdepth,
             "candidates": [
                 _passage_to_wire(p, "retrieve() candidate %d" % (i + 1))
                 for i, p in enumerate(candidates)
             ],
+        }
+        wire.update(extra)
+        return wire
+
+    def op_stage_rewrite(self, req):
+        """``rewrite(input)`` → a list of queries (or ``{"queries": [...], "usage": {...}}``)."""
+        input_ = _require(req, "input", dict, "an object")
+        result = self._method("rewrite")(input_)
+        usage = None
+        if isinstance(result, dict):
+            usage = result.get("usage")
+            result = result.get("queries")
+        if isinstance(result, str):
+            result = [result]
+        if not isinstance(result, (list, tuple)) or not all(isinstance(q, str) for q in result):
+            raise WorkerError(
+                "TypeError", "rewrite() must return a list of query strings, got %r" % (result,)
+            )
+        if not result:
+            raise WorkerError("ValueError", "rewrite() returned no query")
+        wire = {"queries": list(result)}
+        if usage is not None:
+            wire["usage"] = _usage_to_wire(usage, "rewrite() usage")
+        return wire
+
+    def op_stage_rerank(self, req):
+        """``rerank(input, candidates)`` → the candidates in the reranker's order (a list of
+        Passage, a Retrieval, or ``{"candidates": [...], "usage": {...}}``)."""
+        input_ = _require(req, "input", dict, "an object")
+        wire = _require(req, "candidates", list, "an array")
+        candidates = tuple(
+            _passage_from_wire(obj, "candidates[%d]" % i) for i, obj in enumerate(wire)
+        )
+        result = self._method("rerank")(input_, candidates)
+        usage = None
+        if isinstance(result, dict):
+            usage = result.get("usage")
+            result = result.get("candidates")
+        if isinstance(result, Retrieval):
+            result = result.candidates
+        if result is None or not isinstance(result, (list, tuple)):
+            raise WorkerError(
+                "TypeError", "rerank() must return a list of Passage, got %s" % type(result).__name__
+            )
+        out = {
+            "candidates": [
+                _passage_to_wire(p, "rerank() candidate %d" % (i + 1)) for i, p in enumerate(result)
+            ]
+        }
+        if usage is not None:
+            out["usage"] = _usage_to_wire(usage, "rerank() usage")
+        return out
+
+    def op_stage_fuse(self, req):
+        """``fuse(input, lists)`` → one fused list of Passage; ``lists`` is a list of dicts
+        ``{"lane", "query", "candidates"}``."""
+        input_ = _require(req, "input", dict, "an object")
+        lists = _require(req, "lists", list, "an array")
+        given = []
+        for i, item in enumerate(lists):
+            if not isinstance(item, dict) or not isinstance(item.get("candidates"), list):
+                raise WorkerError("ProtocolError", "lists[%d] must be an object with candidates" % i)
+            given.append(
+                {
+                    "lane": item.get("lane"),
+                    "query": item.get("query"),
+                    "candidates": tuple(
+                        _passage_from_wire(obj, "lists[%d].candidates[%d]" % (i, j))
+                        for j, obj in enumerate(item["candidates"])
+                    ),
+                }
+            )
+        result = self._method("fuse")(input_, given)
+        if isinstance(result, Retrieval):
+            result = result.candidates
+        if result is None or not isinstance(result, (list, tuple)):
+            raise WorkerError(
+                "TypeError", "fuse() must return a list of Passage, got %s" % type(result).__name__
+            )
+        return {
+            "candidates": [
+                _passage_to_wire(p, "fuse() candidate %d" % (i + 1)) for i, p in enumerate(result)
+            ]
         }
 
     def op_rerank(self, req):

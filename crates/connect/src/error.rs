@@ -30,6 +30,22 @@ pub(crate) enum ReplyError {
         /// The reply, as received.
         reply: String,
     },
+    /// A `rewrite` reply that is not a non-empty list of query strings.
+    #[error("bad rewrite reply ({reason}): {}", excerpt(.reply, 300))]
+    Rewrite {
+        /// What is wrong with it.
+        reason: String,
+        /// The reply, as received.
+        reply: String,
+    },
+    /// A `fuse` reply without a list of passages under `candidates`.
+    #[error("bad fuse reply ({reason}): {}", excerpt(.reply, 300))]
+    Fuse {
+        /// What is wrong with it.
+        reason: String,
+        /// The reply, as received.
+        reply: String,
+    },
     /// A `rerank` reply without a list of passages under `candidates`.
     #[error("bad rerank reply: {}", excerpt(.reply, 300))]
     Rerank {

@@ -68,6 +68,7 @@ impl HttpConnection {
                 version: String::new(),
                 defaults: Map::new(),
                 ops: Vec::new(),
+                lanes: Vec::new(),
             },
             next_id: 1,
         };
@@ -286,6 +287,43 @@ impl SystemConnection for HttpConnection {
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
         reply::reranked(reply).map_err(|e| error("rerank", ErrorKind::Protocol, e.to_string()))
+    }
+
+    fn retrieve_with(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        request: oloproof_core::system::RetrieveRequest<'_>,
+    ) -> Result<Retrieval, StageError> {
+        let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
+        reply::retrieval(reply, depth)
+            .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))
+    }
+
+    fn rewrite(
+        &mut self,
+        input: &Map<String, Value>,
+    ) -> Result<oloproof_core::pipeline::Rewrite, StageError> {
+        let reply = self.request("rewrite", json!({"input": input}))?;
+        reply::rewrite(reply).map_err(|e| error("rewrite", ErrorKind::Protocol, e.to_string()))
+    }
+
+    fn rerank_stage(
+        &mut self,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), StageError> {
+        let reply = self.request("rerank", json!({"input": input, "candidates": candidates}))?;
+        reply::rerank_stage(reply).map_err(|e| error("rerank", ErrorKind::Protocol, e.to_string()))
+    }
+
+    fn fuse(
+        &mut self,
+        input: &Map<String, Value>,
+        lists: &[oloproof_core::pipeline::LaneRetrieval],
+    ) -> Result<Vec<Passage>, StageError> {
+        let reply = self.request("fuse", reply::fuse_request(input, lists))?;
+        reply::fused(reply).map_err(|e| error("fuse", ErrorKind::Protocol, e.to_string()))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -65,6 +65,105 @@ pub(crate) fn reranked(reply: Value) -> Result<Vec<Passage>, ReplyError> {
         })
 }
 
+/// The body of a `retrieve` request: `input` and `depth`, plus `query`, `lane` and
+/// `skip_filters` only when set (a protocol 1 request is byte for byte what it was).
+pub(crate) fn retrieve_request(
+    input: &Map<String, Value>,
+    depth: usize,
+    request: oloproof_core::system::RetrieveRequest<'_>,
+) -> Value {
+    let mut body = json!({"input": input, "depth": depth});
+    if let Some(q) = request.query {
+        body["query"] = json!(q);
+    }
+    if let Some(l) = request.lane {
+        body["lane"] = json!(l);
+    }
+    if request.skip_filters {
+        body["skip_filters"] = json!(true);
+    }
+    body
+}
+
+/// A `rewrite` reply: `{"queries": [str, …], "usage": …}` or a bare list of strings, with at
+/// least one query and no empty one.
+pub(crate) fn rewrite(reply: Value) -> Result<oloproof_core::pipeline::Rewrite, ReplyError> {
+    let bad = |reason: &str| ReplyError::Rewrite {
+        reason: reason.to_string(),
+        reply: reply.to_string(),
+    };
+    let (queries, usage) = match &reply {
+        Value::Array(_) => (reply.clone(), None),
+        Value::Object(o) => (
+            o.get("queries")
+                .cloned()
+                .ok_or_else(|| bad("no `queries`"))?,
+            o.get("usage").cloned().filter(|u| !u.is_null()),
+        ),
+        _ => return Err(bad("expected an object with `queries`")),
+    };
+    let queries: Vec<String> =
+        serde_json::from_value(queries).map_err(|_| bad("`queries` must be a list of strings"))?;
+    if queries.is_empty() {
+        return Err(bad("`queries` is empty"));
+    }
+    if queries.iter().any(|q| q.trim().is_empty()) {
+        return Err(bad("a query is empty"));
+    }
+    let usage = usage
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| bad(&format!("`usage`: {e}")))?;
+    Ok(oloproof_core::pipeline::Rewrite { queries, usage })
+}
+
+/// The system's `rerank` stage reply: `{"candidates": [Passage, …], "usage": …}`.
+pub(crate) fn rerank_stage(
+    reply: Value,
+) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), ReplyError> {
+    let candidates = reranked(reply.clone())?;
+    let usage = reply
+        .get("usage")
+        .cloned()
+        .filter(|u| !u.is_null())
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|_| ReplyError::Rerank {
+            reply: reply.to_string(),
+        })?;
+    Ok((candidates, usage))
+}
+
+/// A `fuse` reply: `{"candidates": [Passage, …]}`.
+pub(crate) fn fused(reply: Value) -> Result<Vec<Passage>, ReplyError> {
+    let candidates = reply
+        .get("candidates")
+        .cloned()
+        .ok_or_else(|| ReplyError::Fuse {
+            reason: "no `candidates`".into(),
+            reply: reply.to_string(),
+        })?;
+    serde_json::from_value(candidates).map_err(|e| ReplyError::Fuse {
+        reason: e.to_string(),
+        reply: reply.to_string(),
+    })
+}
+
+/// The body of a `fuse` request: the input and every lane list.
+pub(crate) fn fuse_request(
+    input: &Map<String, Value>,
+    lists: &[oloproof_core::pipeline::LaneRetrieval],
+) -> Value {
+    let lists: Vec<Value> = lists
+        .iter()
+        .map(|l| {
+            json!({"lane": l.lane, "query": l.retrieval.query.clone().or(l.query.clone()),
+                   "candidates": l.retrieval.candidates})
+        })
+        .collect();
+    json!({"input": input, "lists": lists})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +190,59 @@ mod tests {
             "a"
         );
         assert_eq!(excerpt("abcdef", 3), "abc…");
+        let rw =
+            rewrite(json!({"queries": ["a", "b"], "usage": {"model": "m", "input_tokens": 3}}))
+                .unwrap();
+        assert_eq!(rw.queries, ["a", "b"]);
+        assert_eq!(rw.usage.unwrap().input_tokens, Some(3));
+        assert_eq!(rewrite(json!(["q"])).unwrap().queries, ["q"]);
+        assert_eq!(
+            rewrite(json!({"queries": []})).unwrap_err().to_string(),
+            r#"bad rewrite reply (`queries` is empty): {"queries":[]}"#
+        );
+        assert!(rewrite(json!({"queries": [1]})).is_err());
+        assert!(rewrite(json!("q")).is_err());
+        let filtered = retrieval(
+            json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "=", "value": "a"}]}),
+            1,
+        )
+        .unwrap();
+        assert_eq!(filtered.filters[0].field, "tenant");
+        let bad_op = retrieval(
+            json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "~"}]}),
+            1,
+        );
+        assert!(bad_op
+            .unwrap_err()
+            .to_string()
+            .contains("unknown variant `~`"));
+        let hopless = retrieval(
+            json!({"depth": 1, "candidates": [], "hops": [{"query": "x"}]}),
+            1,
+        );
+        assert!(hopless
+            .unwrap_err()
+            .to_string()
+            .contains("missing field `candidates`"));
+        let body = retrieve_request(
+            &Map::new(),
+            3,
+            oloproof_core::system::RetrieveRequest::default(),
+        );
+        assert_eq!(body.to_string(), r#"{"input":{},"depth":3}"#);
+        let body = retrieve_request(
+            &Map::new(),
+            3,
+            oloproof_core::system::RetrieveRequest {
+                query: Some("q"),
+                lane: Some("bm25"),
+                skip_filters: false,
+            },
+        );
+        assert_eq!(
+            body.to_string(),
+            r#"{"input":{},"depth":3,"query":"q","lane":"bm25"}"#
+        );
         assert_eq!(
             token_counts(json!([1]), 2).unwrap_err().to_string(),
             "expected 2 non-negative integers, got [1]"

@@ -230,6 +230,7 @@ impl WorkerConnection {
                 version: String::new(),
                 defaults: Map::new(),
                 ops: Vec::new(),
+                lanes: Vec::new(),
             },
             next_id: 1,
             orphan_stderr: Unread::default(),
@@ -648,6 +649,42 @@ impl SystemConnection for WorkerConnection {
             json!({"function": function, "input": input, "candidates": candidates}),
         )?;
         reply::reranked(reply).map_err(|e| self.reply_error("rerank", e))
+    }
+
+    fn retrieve_with(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        request: oloproof_core::system::RetrieveRequest<'_>,
+    ) -> Result<Retrieval, StageError> {
+        let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
+        reply::retrieval(reply, depth).map_err(|e| self.reply_error("retrieve", e))
+    }
+
+    fn rewrite(
+        &mut self,
+        input: &Map<String, Value>,
+    ) -> Result<oloproof_core::pipeline::Rewrite, StageError> {
+        let reply = self.request("rewrite", json!({"input": input}))?;
+        reply::rewrite(reply).map_err(|e| self.reply_error("rewrite", e))
+    }
+
+    fn rerank_stage(
+        &mut self,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), StageError> {
+        let reply = self.request("rerank", json!({"input": input, "candidates": candidates}))?;
+        reply::rerank_stage(reply).map_err(|e| self.reply_error("rerank", e))
+    }
+
+    fn fuse(
+        &mut self,
+        input: &Map<String, Value>,
+        lists: &[oloproof_core::pipeline::LaneRetrieval],
+    ) -> Result<Vec<Passage>, StageError> {
+        let reply = self.request("fuse", reply::fuse_request(input, lists))?;
+        reply::fused(reply).map_err(|e| self.reply_error("fuse", e))
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -19,6 +19,11 @@ pub struct ProjectOptions {
     /// The system under test (exactly one of `system` and `dataset`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemOptions>,
+    /// A JSON Lines file of the corpus's documents and their metadata
+    /// (`{"doc_id": "d1", "metadata": {"tenant": "acme"}}`), against which the predicates a
+    /// retrieval applied are evaluated on the gold documents (`filter_exclusion`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<String>,
     /// A recorded dataset (Ragas or trace JSONL) evaluated instead of running a system,
     /// relative to the config's folder (exactly one of `system` and `dataset`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +93,8 @@ static NO_RAG: RagOptions = RagOptions {
     timeout_s: None,
     python: None,
     params: None,
+    fusion: None,
+    prices: None,
 };
 
 impl ProjectOptions {
@@ -193,6 +200,115 @@ pub struct RagOptions {
     /// Extra parameters passed to the system in `hello`; part of the system identity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Map<String, Value>>,
+    /// How the host fuses the lists of several lanes or queries (`{method: rrf, k: 60}`), or
+    /// `{method: system}` for the system's own `fuse` op. Default: RRF with k = 60.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionSettings>,
+    /// Prices per model, in dollars per million tokens, for the `cost` criterion: the models
+    /// are the ones the stages report in their `usage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<std::collections::BTreeMap<String, Price>>,
+}
+
+/// A model's price, in dollars per million tokens.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Dollars per million input (prompt) tokens.
+    pub input: f64,
+    /// Dollars per million output (completion) tokens.
+    pub output: f64,
+}
+
+/// A fusion method of `system.rag.fusion.method`: those of `oloproof fuse`, or `system`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionMethodName {
+    /// Reciprocal rank fusion `Σ w / (k + rank)` (ranks in each list's own order).
+    #[default]
+    Rrf,
+    /// CombSUM of normalised scores.
+    Combsum,
+    /// CombMNZ.
+    Combmnz,
+    /// CombMAX.
+    Combmax,
+    /// CombMIN.
+    Combmin,
+    /// CombMED.
+    Combmed,
+    /// CombANZ.
+    Combanz,
+    /// Weighted sum of normalised scores (`weights:`).
+    Wsum,
+    /// `α·first + (1 − α)·second` of exactly two lists.
+    Convex,
+    /// The system's own `fuse` op.
+    System,
+}
+
+/// Score normalisation before score-based fusion (`oloproof fuse --norm`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionNorm {
+    /// Scores as given.
+    None,
+    /// `(s − min) / (max − min)`.
+    #[default]
+    Minmax,
+    /// Z-score.
+    Zscore,
+    /// Divide by the sum.
+    Sum,
+    /// Divide by the maximum.
+    Max,
+    /// Rank-based `(n − r + 1) / n`.
+    Rank,
+}
+
+/// `system.rag.fusion:`: how the host fuses a pipeline's lists.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FusionSettings {
+    /// The method (default `rrf`).
+    #[serde(default)]
+    pub method: FusionMethodName,
+    /// RRF's constant (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<f64>,
+    /// Weight per lane, for `rrf` and `wsum` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<std::collections::BTreeMap<String, f64>>,
+    /// Normalisation for score-based methods (default `minmax`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<FusionNorm>,
+    /// `convex`'s weight of the first list (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+}
+
+impl FusionSettings {
+    /// The method as recorded in traces: `rrf k=60`, `combsum minmax`, `system`.
+    pub fn label(&self) -> String {
+        let norm = || {
+            serde_json::to_value(self.norm.unwrap_or_default())
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
+        let name = serde_json::to_value(self.method)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        match self.method {
+            FusionMethodName::Rrf => format!("rrf k={}", self.k.unwrap_or(60.0)),
+            FusionMethodName::System => "system".into(),
+            FusionMethodName::Convex => {
+                format!("convex alpha={} {}", self.alpha.unwrap_or(0.5), norm())
+            }
+            _ => format!("{name} {}", norm()),
+        }
+    }
 }
 
 /// One `evaluators:` entry as the file writes it: its `type` and its other options, which the

@@ -1100,11 +1100,7 @@ fn ragas_record(
     };
     let mut trace = Trace::new(&id);
     trace.context = Some(assemble(&candidates, candidates.len(), None));
-    trace.retrieval = Some(Retrieval {
-        query: None,
-        depth: candidates.len(),
-        candidates,
-    });
+    trace.retrieval = Some(Retrieval::new(None, candidates.len(), candidates));
     let mut generation = Map::new();
     if let Some(answer) = text_of(obj.get("response")) {
         generation.insert("answer".to_string(), answer);
@@ -1215,11 +1211,7 @@ fn trace_record(
                 .map(|d| d as usize)
                 .unwrap_or(candidates.len());
             let query = r.get("query").and_then(Value::as_str).map(str::to_string);
-            Some(Retrieval {
-                query,
-                depth,
-                candidates,
-            })
+            Some(Retrieval::new(query, depth, candidates))
         }
         Some(_) => {
             return Err(Box::new(at(

@@ -37,6 +37,7 @@ pub mod gate;
 pub mod history;
 pub mod identity;
 pub mod passage;
+pub mod pipeline;
 pub mod position;
 pub mod run;
 pub mod settings;

@@ -87,4 +87,32 @@ pub struct Retrieval {
     pub depth: usize,
     /// Candidates in the system's order; position = index + 1.
     pub candidates: Vec<Passage>,
+    /// The metadata predicates the retrieval applied (seed 000 Part 5), as the system reported
+    /// them; empty when it reported none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<crate::pipeline::Filter>,
+    /// The hops of an iterative retrieval, in order, beside the final `candidates`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<crate::pipeline::Hop>,
+    /// Token usage the retrieval reported (an embedding or a query-understanding model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::pipeline::Usage>,
+    /// The lane the reply says it answers for (checked against the lane asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
+}
+
+impl Retrieval {
+    /// A retrieval of `candidates` with no predicates, hops or usage.
+    pub fn new(query: Option<String>, depth: usize, candidates: Vec<Passage>) -> Self {
+        Retrieval {
+            query,
+            depth,
+            candidates,
+            filters: Vec::new(),
+            hops: Vec::new(),
+            usage: None,
+            lane: None,
+        }
+    }
 }

@@ -33,7 +33,20 @@ pub struct SystemSettings {
     pub index_version: Option<String>,
     /// Other parameters (config `params` over hello defaults).
     pub params: Map<String, Value>,
+    /// The retrieval lanes the system declared (`retrieve` is called once per lane and query).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<String>,
+    /// The optional stages the system declared, in pipeline order, among
+    /// [`OPTIONAL_STAGES`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<String>,
+    /// How the host fuses several lists (absent: RRF k = 60 when there is anything to fuse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<crate::config::FusionSettings>,
 }
+
+/// The optional stages a system may declare in its `hello` `ops`, in pipeline order.
+pub const OPTIONAL_STAGES: &[&str] = &["rewrite", "fuse", "rerank"];
 
 /// Why a system's settings cannot be resolved from the config and its `hello`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,7 +104,25 @@ impl SystemSettings {
                     .map(str::to_string)
             }),
             params,
+            lanes: info.lanes.clone(),
+            stages: OPTIONAL_STAGES
+                .iter()
+                .filter(|s| info.implements(s))
+                .map(|s| s.to_string())
+                .collect(),
+            fusion: rag.fusion.clone(),
         })
+    }
+
+    /// Whether the system declared the optional stage `stage` (`rewrite`, `fuse`, `rerank`).
+    pub fn has_stage(&self, stage: &str) -> bool {
+        self.stages.iter().any(|s| s == stage)
+    }
+
+    /// Whether a case runs through the pipeline (a rewrite, lanes, a rerank or the system's
+    /// fusion), rather than protocol 1's single retrieval.
+    pub fn is_pipeline(&self) -> bool {
+        !self.lanes.is_empty() || !self.stages.is_empty()
     }
 
     /// Identity of retrieval: name, version, index version, depth (not `top_k`, not the budget).
@@ -134,6 +165,20 @@ pub struct Intervention {
     /// Do not read the generation cache (control re-executions).
     #[serde(default)]
     pub fresh_generation: bool,
+    /// Skip the system's `rerank` stage (`no-rerank`): the fused (or single) list goes to
+    /// context assembly as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_rerank: bool,
+    /// Ask every retrieval to apply no metadata filter (`no-filter`: `skip_filters` in each
+    /// `retrieve` request).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_filter: bool,
+    /// Retrieve with the raw question instead of the rewrites (`raw-query`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw_query: bool,
+    /// Retrieve through this lane only (`lane=NAME`): no fusion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {

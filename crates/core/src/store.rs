@@ -255,6 +255,10 @@ string_enum! {
         CountTokens = "count_tokens",
         /// One judge call's reply (shared by every evaluator making the same call).
         JudgeCall = "judge_call",
+        /// The `rewrite` stage of a pipeline.
+        Rewrite = "rewrite",
+        /// The `rerank` stage of a pipeline.
+        Rerank = "rerank",
     }
 }
 
@@ -737,15 +741,7 @@ impl dyn Store + '_ {
                 continue;
             };
             let c: CacheCounts = decode(json, || format!("the cache use of {}", row.case_id))?;
-            for (sum, add) in [
-                (&mut total.execution, c.execution),
-                (&mut total.judgment, c.judgment),
-                (&mut total.retrieve, c.retrieve),
-                (&mut total.generate, c.generate),
-            ] {
-                sum.hit += add.hit;
-                sum.miss += add.miss;
-            }
+            total += c;
         }
         Ok(total)
     }

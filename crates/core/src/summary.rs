@@ -82,6 +82,11 @@ pub struct HitMiss {
 }
 
 impl HitMiss {
+    /// No lookup counted.
+    pub fn is_zero(&self) -> bool {
+        self.hit == 0 && self.miss == 0
+    }
+
     /// Counts one lookup.
     pub fn record(&mut self, hit: bool) {
         if hit {
@@ -103,6 +108,31 @@ pub struct CacheCounts {
     pub retrieve: HitMiss,
     /// Generation stage.
     pub generate: HitMiss,
+    /// A pipeline's `rewrite` stage.
+    #[serde(default, skip_serializing_if = "HitMiss::is_zero")]
+    pub rewrite: HitMiss,
+    /// A pipeline's `rerank` stage.
+    #[serde(default, skip_serializing_if = "HitMiss::is_zero")]
+    pub rerank: HitMiss,
+}
+
+impl std::ops::AddAssign for HitMiss {
+    fn add_assign(&mut self, other: HitMiss) {
+        self.hit += other.hit;
+        self.miss += other.miss;
+    }
+}
+
+impl std::ops::AddAssign for CacheCounts {
+    /// Layer by layer.
+    fn add_assign(&mut self, other: CacheCounts) {
+        self.execution += other.execution;
+        self.judgment += other.judgment;
+        self.retrieve += other.retrieve;
+        self.generate += other.generate;
+        self.rewrite += other.rewrite;
+        self.rerank += other.rerank;
+    }
 }
 
 /// Latency percentiles of one stage, in milliseconds.

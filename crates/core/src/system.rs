@@ -19,10 +19,38 @@ pub struct SystemInfo {
     /// Declared defaults (`depth`, `top_k`, `token_budget`, `index_version`, …).
     #[serde(default)]
     pub defaults: Map<String, Value>,
-    /// Operations implemented.
+    /// Operations implemented (`retrieve`, `generate`, `count_tokens`, and the optional
+    /// stages `rewrite`, `rerank`, `fuse`).
     #[serde(default)]
     pub ops: Vec<String>,
+    /// Retrieval lanes (`dense`, `bm25`, …): `retrieve` is then called once per lane and
+    /// query. Empty: one retrieval per query.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<String>,
 }
+
+impl SystemInfo {
+    /// Whether the system declared `op` in its `hello`.
+    pub fn implements(&self, op: &str) -> bool {
+        self.ops.iter().any(|o| o == op)
+    }
+}
+
+/// One `retrieve` request of a pipeline: which query and lane (both absent for protocol 1's
+/// single retrieval).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetrieveRequest<'a> {
+    /// The query to run (a rewrite), when the system has a `rewrite` stage or the raw question
+    /// is asked for.
+    pub query: Option<&'a str>,
+    /// The lane, when the system declared lanes.
+    pub lane: Option<&'a str>,
+    /// The system is told not to apply its metadata filters (the `no-filter` intervention).
+    pub skip_filters: bool,
+}
+
+/// What the `rewrite` stage returned.
+pub type RewriteReply = crate::pipeline::Rewrite;
 
 /// A live connection to one instance of the system (one worker).
 ///
@@ -55,4 +83,51 @@ pub trait SystemConnection: Send {
     ) -> Result<Vec<Passage>, StageError>;
     /// Stderr lines the worker wrote since the last call of this method.
     fn take_stderr(&mut self) -> Vec<String>;
+    /// `retrieve(input, depth, query, lane)`: one call of a pipeline's retrieval. The default
+    /// sends a plain `retrieve` (a connection that knows no pipeline).
+    fn retrieve_with(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        request: RetrieveRequest<'_>,
+    ) -> Result<Retrieval, StageError> {
+        let _ = request;
+        self.retrieve(input, depth)
+    }
+    /// `rewrite(input)`: the queries to retrieve with.
+    fn rewrite(&mut self, input: &Map<String, Value>) -> Result<RewriteReply, StageError> {
+        let _ = input;
+        Err(not_implemented("rewrite"))
+    }
+    /// The system's own `rerank(input, candidates)` stage: the candidates in its order, and
+    /// the usage it reported.
+    fn rerank_stage(
+        &mut self,
+        input: &Map<String, Value>,
+        candidates: &[Passage],
+    ) -> Result<(Vec<Passage>, Option<crate::pipeline::Usage>), StageError> {
+        let _ = (input, candidates);
+        Err(not_implemented("rerank"))
+    }
+    /// The system's own `fuse(input, lists)`: one fused list from the lane lists.
+    fn fuse(
+        &mut self,
+        input: &Map<String, Value>,
+        lists: &[crate::pipeline::LaneRetrieval],
+    ) -> Result<Vec<Passage>, StageError> {
+        let _ = (input, lists);
+        Err(not_implemented("fuse"))
+    }
+}
+
+/// The error of an optional op a connection does not speak.
+pub fn not_implemented(stage: &str) -> StageError {
+    StageError {
+        stage: stage.to_string(),
+        kind: crate::trace::ErrorKind::Protocol,
+        error_type: Some("NotImplementedError".into()),
+        message: format!("this connection has no `{stage}` op"),
+        traceback: None,
+        stderr_tail: Vec::new(),
+    }
 }

@@ -44,7 +44,7 @@ impl ErrorKind {
 /// A failed stage, recorded as the case's error (never cached, never scored).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StageError {
-    /// `hello`, `retrieve`, `count_tokens` or `generate`.
+    /// `hello`, `rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens` or `generate`.
     pub stage: String,
     /// How it failed.
     pub kind: ErrorKind,
@@ -87,7 +87,62 @@ pub struct StageLatency {
     /// `generate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generate: Option<f64>,
+    /// `rewrite`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<f64>,
+    /// Host-side fusion, or the system's `fuse` op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse: Option<f64>,
+    /// `rerank` (the stage, or the `reranker` intervention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<f64>,
 }
+
+impl StageLatency {
+    /// The stages as `(name, milliseconds)`, in pipeline order, those that ran.
+    pub fn stages(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("rewrite", self.rewrite),
+            ("retrieve", self.retrieve),
+            ("fuse", self.fuse),
+            ("rerank", self.rerank),
+            ("count_tokens", self.count_tokens),
+            ("generate", self.generate),
+        ]
+        .into_iter()
+        .filter_map(|(name, ms)| ms.map(|ms| (name, ms)))
+        .collect()
+    }
+
+    /// One stage's time by name (`rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens`,
+    /// `generate`), or the sum of those that ran (`total`).
+    pub fn get(&self, stage: &str) -> Option<f64> {
+        match stage {
+            "rewrite" => self.rewrite,
+            "retrieve" => self.retrieve,
+            "fuse" => self.fuse,
+            "rerank" => self.rerank,
+            "count_tokens" => self.count_tokens,
+            "generate" => self.generate,
+            "total" => {
+                let stages = self.stages();
+                (!stages.is_empty()).then(|| stages.iter().map(|s| s.1).sum())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The stage names [`StageLatency::get`] knows, in pipeline order, then `total`.
+pub const LATENCY_STAGES: &[&str] = &[
+    "rewrite",
+    "retrieve",
+    "fuse",
+    "rerank",
+    "count_tokens",
+    "generate",
+    "total",
+];
 
 /// Which cache layers served this case.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -100,6 +155,25 @@ pub struct CacheUse {
     /// Generation came from the stage cache (`None`: not reached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generate: Option<bool>,
+    /// The rewrite came from the stage cache (`None`: no rewrite stage, or not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<bool>,
+    /// The rerank came from the stage cache (`None`: no rerank stage, or not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<bool>,
+    /// Retrieve calls served from / missing the stage cache, for a pipeline that made more
+    /// than one (`retrieve` is then whether all were hits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieve_calls: Option<HitsMisses>,
+}
+
+/// Cache hits and misses of one stage.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HitsMisses {
+    /// Calls served from the cache.
+    pub hits: usize,
+    /// Calls that ran.
+    pub misses: usize,
 }
 
 /// A human annotation of one claim of the answer (Rubrex worksheets): the claim and the ids of
@@ -137,9 +211,13 @@ pub struct Trace {
     pub schema_version: u32,
     /// The case.
     pub case_id: String,
-    /// What `retrieve` returned.
+    /// What `retrieve` returned: for a pipeline, the final candidates (after fusion and
+    /// rerank), the list context assembly cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<Retrieval>,
+    /// The optional stages (rewrite, lanes, fusion, rerank), when the system has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<crate::pipeline::Pipeline>,
     /// What `generate` received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Context>,
@@ -181,6 +259,7 @@ impl Trace {
             schema_version: TRACE_SCHEMA_VERSION,
             case_id: case_id.to_string(),
             retrieval: None,
+            pipeline: None,
             context: None,
             generation: None,
             error: None,

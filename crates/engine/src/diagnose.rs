@@ -497,11 +497,7 @@ mod tests {
             .collect();
         let mut t = Trace::new("c");
         t.context = Some(assemble(&candidates, top_k, budget));
-        t.retrieval = Some(Retrieval {
-            query: None,
-            depth: docs.len(),
-            candidates,
-        });
+        t.retrieval = Some(Retrieval::new(None, docs.len(), candidates));
         t
     }
 

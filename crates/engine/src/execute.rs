@@ -80,6 +80,9 @@ pub struct CaseMode<'a> {
     /// Output fields whose token count an evaluator reads (`max_length` with `unit: tokens`):
     /// asked of the system's `count_tokens` after generation, see [`count_output_tokens`].
     pub count_tokens_of: &'a [String],
+    /// Also retrieve the raw question through every lane when the system rewrites it (an
+    /// evaluator compares the rewrites against it: `rewrite_uplift`).
+    pub raw_query: bool,
 }
 
 /// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
@@ -245,8 +248,7 @@ fn execute_stages(
             trace.case_id = case.id.clone();
             trace.cache = oloproof_core::trace::CacheUse {
                 execution: true,
-                retrieve: None,
-                generate: None,
+                ..Default::default()
             };
             trace.latency_ms = Default::default();
             trace.stderr.clear();
@@ -330,8 +332,20 @@ fn run_stages(
             None => oloproof_core::context::gold(passages),
         }
     } else {
+        let through_pipeline = system.is_pipeline()
+            || intervention.is_some_and(|i| i.no_filter || i.raw_query || i.lane.is_some());
         let mut retrieval = match mode.recorded {
             Some(recorded) => recorded.clone(),
+            None if through_pipeline => crate::pipeline::retrieve_pipeline(
+                system,
+                case,
+                source,
+                cache,
+                intervention,
+                mode.raw_query,
+                trace,
+                writes,
+            )?,
             None => retrieve(system, case, source, cache, trace, writes)?,
         };
         if let Some(function) = intervention.and_then(|i| i.reranker.as_deref()) {
@@ -357,7 +371,7 @@ fn run_stages(
                     .connection()?
                     .rerank(function, &case.input, &retrieval.candidates)
             };
-            trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
+            trace.latency_ms.rerank = Some(started.elapsed().as_secs_f64() * 1e3);
             retrieval.candidates = reranked?;
         }
         trace.retrieval = Some(retrieval);
@@ -464,6 +478,9 @@ mod tests {
             token_budget: Some(40),
             index_version: Some("kb-1".into()),
             params: Default::default(),
+            lanes: Vec::new(),
+            stages: Vec::new(),
+            fusion: None,
         }
     }
 
@@ -611,6 +628,7 @@ mod tests {
                 version: "1".into(),
                 defaults: Default::default(),
                 ops: vec!["count_tokens".into()],
+                lanes: Vec::new(),
             },
             asked: Vec::new(),
             fail,

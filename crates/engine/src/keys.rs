@@ -6,6 +6,9 @@
 //! | `retrieve` | system name, version, `index_version`, `depth`, input — not `top_k`, not the budget, so changing those re-uses every retrieval |
 //! | `generate` | the system's generation identity, input, assembled context |
 //! | `execution` | every effective system setting, input (the case's whole result) |
+//! | `rewrite` | the system's generation identity, input |
+//! | `retrieve` (a pipeline's call) | the retrieval identity, input, lane, query |
+//! | `rerank` | the system's generation identity, input, the candidates it received |
 //! | `count_tokens` | the system's generation identity, the text of an output field (its token count, for `max_length` in tokens) |
 //! | `judgment` | the evaluator's identity, its judges' identities, the case's id and expectations, the execution key, the trace's content |
 //!
@@ -33,6 +36,55 @@ pub mod layer {
     pub const JUDGMENT: CacheLayer = CacheLayer::Judgment;
     /// The system's token count of one output text.
     pub const COUNT_TOKENS: CacheLayer = CacheLayer::CountTokens;
+    /// A pipeline's `rewrite` stage.
+    pub const REWRITE: CacheLayer = CacheLayer::Rewrite;
+    /// A pipeline's `rerank` stage.
+    pub const RERANK: CacheLayer = CacheLayer::Rerank;
+}
+
+/// Cache key of a pipeline's `rewrite`: the system's generation identity (name, version,
+/// index version, parameters) and the input.
+pub fn rewrite_key(system: &SystemSettings, case: &Case) -> String {
+    content_hash(
+        &json!({"layer": layer::REWRITE, "system": system.generation_identity(), "input": case.input}),
+    )
+}
+
+/// Cache key of one `retrieve` call of a pipeline: the retrieval identity, the input, the
+/// lane and the query (so changing the rewrite, fusion or reranker re-uses every lane
+/// retrieval that is asked again). A call with neither lane nor query nor `skip_filters` has
+/// protocol 1's [`retrieval_key`].
+pub fn lane_retrieval_key(
+    system: &SystemSettings,
+    case: &Case,
+    request: oloproof_core::system::RetrieveRequest<'_>,
+) -> String {
+    if request == oloproof_core::system::RetrieveRequest::default() {
+        return retrieval_key(system, case);
+    }
+    content_hash(&json!({
+        "layer": layer::RETRIEVE,
+        "system": system.retrieval_identity(),
+        "input": case.input,
+        "lane": request.lane,
+        "query": request.query,
+        "skip_filters": request.skip_filters,
+    }))
+}
+
+/// Cache key of a pipeline's `rerank`: the system's generation identity, the input and the
+/// candidates it received.
+pub fn rerank_key(
+    system: &SystemSettings,
+    case: &Case,
+    candidates: &[oloproof_core::passage::Passage],
+) -> String {
+    content_hash(&json!({
+        "layer": layer::RERANK,
+        "system": system.generation_identity(),
+        "input": case.input,
+        "candidates": candidates,
+    }))
 }
 
 /// A cache entry to write with the case.

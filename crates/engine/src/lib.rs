@@ -62,6 +62,7 @@ pub mod history;
 pub mod judged;
 pub mod keys;
 pub mod pairwise;
+pub mod pipeline;
 pub mod position;
 pub mod project;
 pub mod recorded;

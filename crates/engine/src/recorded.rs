@@ -42,6 +42,9 @@ pub(crate) fn dataset_system(config: &ProjectConfig, records: &Dataset) -> Syste
         token_budget: None,
         index_version: None,
         params: Default::default(),
+        lanes: Vec::new(),
+        stages: Vec::new(),
+        fusion: None,
     }
 }
 

@@ -718,8 +718,19 @@ fn case_cache_use(f: &Finished, recorded_dataset: bool) -> CacheCounts {
         // Recorded datasets neither read nor write the execution cache.
         counts.execution.record(f.trace.cache.execution);
     }
-    if let Some(hit) = f.trace.cache.retrieve {
-        counts.retrieve.record(hit);
+    match (f.trace.cache.retrieve_calls, f.trace.cache.retrieve) {
+        (Some(calls), _) => {
+            counts.retrieve.hit += calls.hits as u64;
+            counts.retrieve.miss += calls.misses as u64;
+        }
+        (None, Some(hit)) => counts.retrieve.record(hit),
+        (None, None) => {}
+    }
+    if let Some(hit) = f.trace.cache.rewrite {
+        counts.rewrite.record(hit);
+    }
+    if let Some(hit) = f.trace.cache.rerank {
+        counts.rerank.record(hit);
     }
     if let Some(hit) = f.trace.cache.generate {
         counts.generate.record(hit);
@@ -825,6 +836,7 @@ impl RunPlan {
         token_fields.sort();
         token_fields.dedup();
         let token_fields = &token_fields;
+        let raw_query = evaluators.iter().any(|e| e.reads_raw_query());
         let whole_run = pending == total && !schedule.shared;
         let mut held: Vec<(usize, LoadedCase)> = Vec::new();
         let mut counts = CacheCounts::default();
@@ -927,6 +939,7 @@ impl RunPlan {
                                         trace: recorded.traces.get(&case.id),
                                         reranker_judge,
                                         count_tokens_of: token_fields,
+                                        raw_query,
                                     },
                                 )
                             };
@@ -1063,15 +1076,7 @@ impl RunPlan {
                             continue;
                         }
                         executed += 1;
-                        for (sum, add) in [
-                            (&mut counts.execution, cache_use.execution),
-                            (&mut counts.retrieve, cache_use.retrieve),
-                            (&mut counts.generate, cache_use.generate),
-                            (&mut counts.judgment, cache_use.judgment),
-                        ] {
-                            sum.hit += add.hit;
-                            sum.miss += add.miss;
-                        }
+                        counts += *cache_use;
                         if f.trace.error.is_some() {
                             errors += 1;
                         }

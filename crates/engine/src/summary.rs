@@ -365,14 +365,13 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         })
         .collect();
     let mut latency = BTreeMap::new();
-    for stage in ["retrieve", "count_tokens", "generate"] {
+    for stage in oloproof_core::trace::LATENCY_STAGES
+        .iter()
+        .filter(|s| **s != "total")
+    {
         let values: Vec<f64> = outcomes
             .iter()
-            .filter_map(|o| match stage {
-                "retrieve" => o.trace.latency_ms.retrieve,
-                "count_tokens" => o.trace.latency_ms.count_tokens,
-                _ => o.trace.latency_ms.generate,
-            })
+            .filter_map(|o| o.trace.latency_ms.get(stage))
             .collect();
         if values.is_empty() {
             continue;

@@ -129,11 +129,39 @@ pub fn slices_table(summary: &RunSummary) -> Option<String> {
 }
 
 /// `Cache: …` and `Stages: …` lines.
+///
+/// A pipeline's optional stages (`rewrite`, `rerank`) are listed only when they were looked up,
+/// in pipeline order; `retrieve` counts every retrieve call (each lane and query).
 pub fn cache_lines(summary: &RunSummary) -> String {
     let c = &summary.cache;
+    let mut stages = Vec::new();
+    if !c.rewrite.is_zero() {
+        stages.push(format!(
+            "rewrite {} hit/{} miss",
+            c.rewrite.hit, c.rewrite.miss
+        ));
+    }
+    stages.push(format!(
+        "retrieve {} hit/{} miss",
+        c.retrieve.hit, c.retrieve.miss
+    ));
+    if !c.rerank.is_zero() {
+        stages.push(format!(
+            "rerank {} hit/{} miss",
+            c.rerank.hit, c.rerank.miss
+        ));
+    }
+    stages.push(format!(
+        "generate {} hit/{} miss",
+        c.generate.hit, c.generate.miss
+    ));
     format!(
-        "Cache: execution {} hit/{} miss; judgment {} hit/{} miss\nStages: retrieve {} hit/{} miss; generate {} hit/{} miss\n",
-        c.execution.hit, c.execution.miss, c.judgment.hit, c.judgment.miss, c.retrieve.hit, c.retrieve.miss, c.generate.hit, c.generate.miss
+        "Cache: execution {} hit/{} miss; judgment {} hit/{} miss\nStages: {}\n",
+        c.execution.hit,
+        c.execution.miss,
+        c.judgment.hit,
+        c.judgment.miss,
+        stages.join("; ")
     )
 }
 

@@ -97,6 +97,12 @@ pub trait Evaluator: Send + Sync {
     fn counts_tokens_of(&self) -> Option<&str> {
         None
     }
+    /// Whether it reads the raw question's own retrieval
+    /// ([`oloproof_core::pipeline::Pipeline::raw_query`]): the run then retrieves the raw
+    /// question too, when the system rewrites it (`rewrite_uplift`).
+    fn reads_raw_query(&self) -> bool {
+        false
+    }
     /// The most judge calls, embedding requests and input tokens it makes on `case`, for
     /// `run --dry-run`; `None` when it calls no judge.
     fn estimate(&self, case: &Case) -> Option<CallEstimate> {
@@ -499,11 +505,11 @@ mod tests {
 
     fn trace(docs: &[&str]) -> Trace {
         let mut t = Trace::new("c");
-        t.retrieval = Some(Retrieval {
-            query: None,
-            depth: 6,
-            candidates: docs.iter().map(|d| passage(d)).collect(),
-        });
+        t.retrieval = Some(Retrieval::new(
+            None,
+            6,
+            docs.iter().map(|d| passage(d)).collect(),
+        ));
         t
     }
 

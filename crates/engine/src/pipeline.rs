@@ -1,0 +1,566 @@
+//! The retrieval side of a pipeline (seed 000, Parts 2, 4, 5, 8): `rewrite` → one `retrieve`
+//! per lane and query → fusion (the host's, with the library's fusion functions, or the
+//! system's `fuse` op) → `rerank`. Each stage is called, cached under its own key
+//! ([`crate::keys`]), timed and recorded in the trace's [`Pipeline`]; the final list becomes
+//! the trace's retrieval, which context assembly cuts as it does for protocol 1.
+//!
+//! A reply that breaks the stage's contract (a rerank naming a document it was not given, a
+//! lane reply for another lane, a fused list naming an unknown document) is a protocol error
+//! of that case, naming the field; it is never cached.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+use oloproof_core::case::Case;
+use oloproof_core::config::{FusionMethodName, FusionNorm, FusionSettings};
+use oloproof_core::passage::{Passage, Retrieval};
+use oloproof_core::pipeline::{Fused, LaneRetrieval, Pipeline};
+use oloproof_core::settings::{Intervention, SystemSettings};
+use oloproof_core::system::RetrieveRequest;
+use oloproof_core::trace::{ErrorKind, HitsMisses, StageError, Trace};
+use oloproof_metrics::fusion::{fuse, FusionMethod, FusionOptions, Normalization};
+use oloproof_metrics::ranking::Retrieved;
+
+use crate::execute::{layer, CacheReader, CacheWrite, ConnectionSource};
+use crate::keys::{lane_retrieval_key, rerank_key, rewrite_key};
+
+/// A protocol error of one stage.
+fn protocol(stage: &str, message: String) -> StageError {
+    StageError {
+        stage: stage.into(),
+        kind: ErrorKind::Protocol,
+        error_type: None,
+        message,
+        traceback: None,
+        stderr_tail: Vec::new(),
+    }
+}
+
+/// The unit a passage is identified by across lists: its document and chunk.
+fn unit(p: &Passage) -> (String, Option<String>) {
+    (p.doc_id.clone(), p.chunk_id.clone())
+}
+
+fn ms(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// The retrieval stages of one case: records the pipeline in `trace` and returns the final
+/// list (what context assembly cuts). `raw_query`: also retrieve the raw question through
+/// every lane (`rewrite_uplift` compares against it).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn retrieve_pipeline(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    intervention: Option<&Intervention>,
+    raw_query: bool,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<Retrieval, StageError> {
+    let question = crate::judged::question_of(case);
+    let mut pipeline = Pipeline {
+        question: Some(question.clone()).filter(|q| !q.is_empty()),
+        ..Pipeline::default()
+    };
+    let skip_filters = intervention.is_some_and(|i| i.no_filter);
+    let use_rewrite = system.has_stage("rewrite") && !intervention.is_some_and(|i| i.raw_query);
+
+    // 1. Rewrite.
+    let queries: Vec<Option<String>> = if use_rewrite {
+        let key = rewrite_key(system, case);
+        let rewrite = match cache.get_json::<oloproof_core::pipeline::Rewrite>(layer::REWRITE, &key)
+        {
+            Some(r) => {
+                trace.cache.rewrite = Some(true);
+                r
+            }
+            None => {
+                trace.cache.rewrite = Some(false);
+                let started = Instant::now();
+                let r = {
+                    let _stage = tracing::debug_span!("stage", stage = "rewrite").entered();
+                    source.connection()?.rewrite(&case.input)
+                };
+                trace.latency_ms.rewrite = Some(ms(started));
+                let r = r?;
+                if let Ok(json) = serde_json::to_string(&r) {
+                    writes.push((layer::REWRITE, key, json));
+                }
+                r
+            }
+        };
+        let queries = rewrite.queries.iter().cloned().map(Some).collect();
+        pipeline.rewrite = Some(rewrite);
+        queries
+    } else if system.has_stage("rewrite") {
+        // `raw-query`: the raw question, named as the query.
+        vec![Some(question.clone())]
+    } else {
+        vec![None]
+    };
+
+    // 2. One retrieve per query and lane.
+    let lanes: Vec<Option<String>> = match intervention.and_then(|i| i.lane.as_deref()) {
+        Some(only) => vec![Some(only.to_string())],
+        None if system.lanes.is_empty() => vec![None],
+        None => system.lanes.iter().cloned().map(Some).collect(),
+    };
+    let mut calls = HitsMisses::default();
+    let mut retrieve_ms: Option<f64> = None;
+    for query in &queries {
+        for lane in &lanes {
+            let request = RetrieveRequest {
+                query: query.as_deref(),
+                lane: lane.as_deref(),
+                skip_filters,
+            };
+            let call = retrieve_call(system, case, source, cache, request, writes)?;
+            if call.cached {
+                calls.hits += 1;
+            } else {
+                calls.misses += 1;
+                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
+            }
+            pipeline.retrievals.push(call);
+        }
+    }
+    if raw_query && use_rewrite {
+        let mut raw_lists = Vec::new();
+        for lane in &lanes {
+            let request = RetrieveRequest {
+                query: Some(&question),
+                lane: lane.as_deref(),
+                skip_filters,
+            };
+            let call = retrieve_call(system, case, source, cache, request, writes)?;
+            if call.cached {
+                calls.hits += 1;
+            } else {
+                calls.misses += 1;
+                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
+            }
+            raw_lists.push(call);
+        }
+        let candidates = if raw_lists.len() == 1 {
+            raw_lists[0].retrieval.candidates.clone()
+        } else {
+            host_fuse(system, &raw_lists, system.depth)?
+        };
+        pipeline.raw_query = Some(Retrieval::new(
+            Some(question.clone()),
+            system.depth,
+            candidates,
+        ));
+    }
+    trace.latency_ms.retrieve = retrieve_ms;
+    trace.cache.retrieve = Some(calls.misses == 0);
+    trace.cache.retrieve_calls = Some(calls);
+
+    // 3. Each lane's own ranking, then fusion.
+    if !system.lanes.is_empty() {
+        for lane in lanes.iter().flatten() {
+            let lists: Vec<LaneRetrieval> = pipeline
+                .retrievals
+                .iter()
+                .filter(|r| r.lane.as_deref() == Some(lane))
+                .cloned()
+                .collect();
+            let ranking = if lists.len() == 1 {
+                lists[0].retrieval.candidates.clone()
+            } else {
+                host_fuse(system, &lists, system.depth)?
+            };
+            pipeline.lanes.insert(lane.clone(), ranking);
+        }
+    }
+    let mut candidates = if pipeline.retrievals.len() == 1 {
+        pipeline.retrievals[0].retrieval.candidates.clone()
+    } else {
+        let started = Instant::now();
+        let by_system = system
+            .fusion
+            .as_ref()
+            .is_some_and(|f| f.method == FusionMethodName::System);
+        let fused = if by_system {
+            let lists = &pipeline.retrievals;
+            let fused = source.connection()?.fuse(&case.input, lists)?;
+            check_subset(
+                "fuse",
+                "candidates",
+                &fused,
+                lists.iter().flat_map(|l| l.retrieval.candidates.iter()),
+            )?;
+            fused
+        } else {
+            host_fuse(system, &pipeline.retrievals, system.depth)?
+        };
+        trace.latency_ms.fuse = Some(ms(started));
+        pipeline.fused = Some(Fused {
+            method: system
+                .fusion
+                .as_ref()
+                .map_or_else(|| FusionSettings::default().label(), FusionSettings::label),
+            candidates: fused.clone(),
+        });
+        fused
+    };
+
+    // 4. Rerank.
+    if system.has_stage("rerank") && !intervention.is_some_and(|i| i.no_rerank) {
+        let key = rerank_key(system, case, &candidates);
+        let reranked = match cache.get_json::<Vec<Passage>>(layer::RERANK, &key) {
+            Some(r) => {
+                trace.cache.rerank = Some(true);
+                r
+            }
+            None => {
+                trace.cache.rerank = Some(false);
+                let started = Instant::now();
+                let r = {
+                    let _stage = tracing::debug_span!("stage", stage = "rerank").entered();
+                    source.connection()?.rerank_stage(&case.input, &candidates)
+                };
+                trace.latency_ms.rerank = Some(ms(started));
+                let (r, usage) = r?;
+                check_subset("rerank", "candidates", &r, candidates.iter())?;
+                pipeline.rerank_usage = usage;
+                if let Ok(json) = serde_json::to_string(&r) {
+                    writes.push((layer::RERANK, key, json));
+                }
+                r
+            }
+        };
+        pipeline.pre_rerank = Some(std::mem::replace(&mut candidates, reranked));
+    }
+
+    // 5. The final list carries every predicate and hop of the calls behind it.
+    let mut filters = Vec::new();
+    for f in pipeline.filters() {
+        filters.push(f.clone());
+    }
+    let hops = pipeline
+        .retrievals
+        .iter()
+        .flat_map(|r| r.retrieval.hops.iter().cloned())
+        .collect();
+    let first_query = queries.first().cloned().flatten().or_else(|| {
+        pipeline
+            .retrievals
+            .first()
+            .and_then(|r| r.retrieval.query.clone())
+    });
+    let mut retrieval = Retrieval::new(first_query, system.depth, candidates);
+    retrieval.filters = filters;
+    retrieval.hops = hops;
+    trace.pipeline = Some(pipeline);
+    Ok(retrieval)
+}
+
+/// One `retrieve` call behind its cache, its reply checked against the lane asked for.
+fn retrieve_call(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    request: RetrieveRequest<'_>,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<LaneRetrieval, StageError> {
+    let key = lane_retrieval_key(system, case, request);
+    let record = |retrieval: Retrieval, cached: bool, latency_ms: Option<f64>| LaneRetrieval {
+        lane: request.lane.map(str::to_string),
+        query: request.query.map(str::to_string),
+        retrieval,
+        cached,
+        latency_ms,
+    };
+    if let Some(r) = cache.get_json::<Retrieval>(layer::RETRIEVE, &key) {
+        return Ok(record(r, true, None));
+    }
+    let started = Instant::now();
+    let r = {
+        let _stage =
+            tracing::debug_span!("stage", stage = "retrieve", lane = request.lane).entered();
+        source
+            .connection()?
+            .retrieve_with(&case.input, system.depth, request)
+    };
+    let latency = ms(started);
+    let r = r?;
+    if let Some(said) = &r.lane {
+        if request.lane != Some(said.as_str()) {
+            let declared = if system.lanes.is_empty() {
+                "none".to_string()
+            } else {
+                system.lanes.join(", ")
+            };
+            return Err(protocol(
+                "retrieve",
+                format!(
+                    "`lane`: the reply is for lane `{said}`, asked for {} (declared lanes: {declared})",
+                    request.lane.map_or("no lane".to_string(), |l| format!("`{l}`"))
+                ),
+            ));
+        }
+    }
+    for (i, hop) in r.hops.iter().enumerate() {
+        for f in &hop.filters {
+            f.check()
+                .map_err(|e| protocol("retrieve", format!("`hops[{i}].filters`: {e}")))?;
+        }
+    }
+    for (i, f) in r.filters.iter().enumerate() {
+        f.check()
+            .map_err(|e| protocol("retrieve", format!("`filters[{i}]`: {e}")))?;
+    }
+    if let Ok(json) = serde_json::to_string(&r) {
+        writes.push((layer::RETRIEVE, key, json));
+    }
+    Ok(record(r, false, Some(latency)))
+}
+
+/// Checks that every passage of a stage's reply was among the passages it was given (and
+/// named once).
+fn check_subset<'a>(
+    stage: &str,
+    field: &str,
+    reply: &[Passage],
+    given: impl Iterator<Item = &'a Passage>,
+) -> Result<(), StageError> {
+    let known: HashSet<(String, Option<String>)> = given.map(unit).collect();
+    let mut seen = HashSet::new();
+    for (i, p) in reply.iter().enumerate() {
+        let u = unit(p);
+        let name = match &p.chunk_id {
+            Some(c) => format!("{} ({c})", p.doc_id),
+            None => p.doc_id.clone(),
+        };
+        if !known.contains(&u) {
+            return Err(protocol(
+                stage,
+                format!("`{field}[{i}]`: {name} was not among the candidates given to {stage}"),
+            ));
+        }
+        if !seen.insert(u) {
+            return Err(protocol(
+                stage,
+                format!("`{field}[{i}]`: {name} is named twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The library's fusion options for the system's `fusion:` (RRF k = 60 by default).
+fn fusion_options(
+    settings: Option<&FusionSettings>,
+    lists: &[LaneRetrieval],
+    depth: usize,
+) -> FusionOptions {
+    let default = FusionSettings::default();
+    let s = settings.unwrap_or(&default);
+    let method = match s.method {
+        FusionMethodName::Rrf | FusionMethodName::System => FusionMethod::Rrf {
+            k: s.k.unwrap_or(60.0),
+        },
+        FusionMethodName::Combsum => FusionMethod::CombSum,
+        FusionMethodName::Combmnz => FusionMethod::CombMnz,
+        FusionMethodName::Combmax => FusionMethod::CombMax,
+        FusionMethodName::Combmin => FusionMethod::CombMin,
+        FusionMethodName::Combmed => FusionMethod::CombMed,
+        FusionMethodName::Combanz => FusionMethod::CombAnz,
+        FusionMethodName::Wsum => FusionMethod::WeightedSum,
+        FusionMethodName::Convex => FusionMethod::Convex {
+            alpha: s.alpha.unwrap_or(0.5),
+        },
+    };
+    let normalization = match s.norm.unwrap_or_default() {
+        FusionNorm::None => Normalization::None,
+        FusionNorm::Minmax => Normalization::MinMax,
+        FusionNorm::Zscore => Normalization::ZScore,
+        FusionNorm::Sum => Normalization::Sum,
+        FusionNorm::Max => Normalization::Max,
+        FusionNorm::Rank => Normalization::Rank,
+    };
+    let weights = match &s.weights {
+        Some(w) => lists
+            .iter()
+            .map(|l| {
+                l.lane
+                    .as_ref()
+                    .and_then(|n| w.get(n))
+                    .copied()
+                    .unwrap_or(1.0)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    FusionOptions {
+        method,
+        normalization,
+        weights,
+        depth: Some(depth),
+    }
+}
+
+/// Host-side fusion of `lists` with the library's [`fuse`]: RRF ranks are each list's own
+/// positions (the host never re-orders a list), score-based methods read each candidate's
+/// `score` (a candidate without one is an error of the case). Each fused passage is the first
+/// occurrence of its unit, its `score` the fused score; at most `depth` are kept.
+pub(crate) fn host_fuse(
+    system: &SystemSettings,
+    lists: &[LaneRetrieval],
+    depth: usize,
+) -> Result<Vec<Passage>, StageError> {
+    let options = fusion_options(system.fusion.as_ref(), lists, depth);
+    let rank_based = matches!(options.method, FusionMethod::Rrf { .. })
+        || options.normalization == Normalization::Rank;
+    // Units keyed by a string the fusion can order; the first occurrence of each is kept.
+    let mut first: BTreeMap<String, Passage> = BTreeMap::new();
+    let mut inputs: Vec<Vec<Retrieved<String>>> = Vec::with_capacity(lists.len());
+    for list in lists {
+        let mut seen = HashSet::new();
+        let mut ranked = Vec::new();
+        for (i, p) in list.retrieval.candidates.iter().enumerate() {
+            let key = format!("{}\u{1f}{}", p.doc_id, p.chunk_id.as_deref().unwrap_or(""));
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let score = if rank_based {
+                -(i as f64)
+            } else {
+                p.score.ok_or_else(|| {
+                    protocol(
+                        "fuse",
+                        format!(
+                            "fusion `{}` reads scores, and candidate {} ({}) of lane {} has no `score`",
+                            system
+                                .fusion
+                                .as_ref()
+                                .map_or_else(|| "rrf".into(), FusionSettings::label),
+                            i + 1,
+                            p.doc_id,
+                            list.lane.as_deref().unwrap_or("-")
+                        ),
+                    )
+                })?
+            };
+            first.entry(key.clone()).or_insert_with(|| p.clone());
+            ranked.push(Retrieved::new(key, score));
+        }
+        inputs.push(ranked);
+    }
+    if matches!(options.method, FusionMethod::Convex { .. }) && inputs.len() != 2 {
+        return Err(protocol(
+            "fuse",
+            format!(
+                "fusion `convex` combines exactly two lists, and this case has {}",
+                inputs.len()
+            ),
+        ));
+    }
+    Ok(fuse(&inputs, &options)
+        .into_iter()
+        .filter_map(|r| {
+            first.get(&r.doc).map(|p| Passage {
+                score: Some(r.score),
+                ..p.clone()
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(lane: &str, docs: &[&str]) -> LaneRetrieval {
+        LaneRetrieval {
+            lane: Some(lane.into()),
+            query: None,
+            retrieval: Retrieval::new(
+                None,
+                10,
+                docs.iter()
+                    .map(|d| Passage {
+                        doc_id: d.to_string(),
+                        chunk_id: None,
+                        score: None,
+                        text: None,
+                        metadata: None,
+                    })
+                    .collect(),
+            ),
+            cached: false,
+            latency_ms: None,
+        }
+    }
+
+    fn system() -> SystemSettings {
+        SystemSettings {
+            name: "s".into(),
+            version: "1".into(),
+            depth: 10,
+            top_k: 2,
+            token_budget: None,
+            index_version: None,
+            params: Default::default(),
+            lanes: vec!["dense".into(), "sparse".into()],
+            stages: Vec::new(),
+            fusion: None,
+        }
+    }
+
+    /// Seed 000's RRF example, through the host's fusion of two lanes: d3, d2, d1 first, with
+    /// d3 = 1/61 + 1/62.
+    #[test]
+    fn host_fusion_is_the_seed_rrf_in_each_lists_own_order() {
+        let dense = list("dense", &["d3", "d7", "d1", "d4", "d2", "d9", "d10"]);
+        let sparse = list("sparse", &["d2", "d3", "d8", "d1", "d11", "d4", "d6"]);
+        let fused = host_fuse(&system(), &[dense, sparse], 10).unwrap();
+        let ids: Vec<&str> = fused.iter().map(|p| p.doc_id.as_str()).collect();
+        assert_eq!(&ids[..3], ["d3", "d2", "d1"]);
+        assert_eq!(fused[0].score, Some(1.0 / 61.0 + 1.0 / 62.0));
+        assert_eq!(fused.len(), 10);
+    }
+
+    #[test]
+    fn score_fusion_needs_scores_and_convex_needs_two_lists() {
+        let mut s = system();
+        s.fusion = Some(FusionSettings {
+            method: FusionMethodName::Combsum,
+            ..FusionSettings::default()
+        });
+        let err = host_fuse(&s, &[list("dense", &["a"]), list("sparse", &["b"])], 10).unwrap_err();
+        assert!(err.message.contains("has no `score`"), "{}", err.message);
+        s.fusion = Some(FusionSettings {
+            method: FusionMethodName::Convex,
+            norm: Some(FusionNorm::Rank),
+            ..FusionSettings::default()
+        });
+        let three = [list("a", &["x"]), list("b", &["y"]), list("c", &["z"])];
+        assert!(host_fuse(&s, &three, 10)
+            .unwrap_err()
+            .message
+            .contains("exactly two lists"));
+    }
+
+    #[test]
+    fn a_reply_naming_an_unknown_or_repeated_candidate_is_a_protocol_error() {
+        let given = list("x", &["a", "b"]).retrieval.candidates;
+        let reply = list("x", &["b", "c"]).retrieval.candidates;
+        let err = check_subset("rerank", "candidates", &reply, given.iter()).unwrap_err();
+        assert_eq!(
+            err.message,
+            "`candidates[1]`: c was not among the candidates given to rerank"
+        );
+        assert_eq!(err.kind, ErrorKind::Protocol);
+        let twice = list("x", &["a", "a"]).retrieval.candidates;
+        assert!(check_subset("rerank", "candidates", &twice, given.iter())
+            .unwrap_err()
+            .message
+            .contains("named twice"));
+        assert!(check_subset("rerank", "candidates", &given, given.iter()).is_ok());
+    }
+}
