@@ -282,6 +282,55 @@ impl Pipeline {
     }
 }
 
+/// One gold document against the predicates its case's retrievals applied, judged by the host
+/// on the document's metadata from `corpus:` (seed 000 Part 5).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GoldFilterOutcome {
+    /// The gold (relevant) document.
+    pub doc_id: String,
+    /// Whether `corpus:` has the document (absent: nothing could be judged).
+    pub in_corpus: bool,
+    /// The predicates it fails ([`Filter::describe`]): non-empty means a filter removed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+    /// Fields a predicate reads that the document's metadata lacks (it cannot be judged
+    /// against that predicate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_fields: Vec<String>,
+}
+
+/// The host's check of a case's applied predicates against its gold documents (present when
+/// the config names a `corpus:` and the case has relevance labels; recomputed on every run,
+/// never part of the execution cache).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FilterCheck {
+    /// The predicates the case's retrievals applied, described, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicates: Vec<String>,
+    /// One outcome per gold document (grade ≥ 1), in label order.
+    pub gold: Vec<GoldFilterOutcome>,
+}
+
+impl FilterCheck {
+    /// Whether every gold document was judged and every one of them fails a predicate (the
+    /// seed's false exclusion of a query); `None` when some gold document could not be judged
+    /// (absent from the corpus, or a field missing) and none was found excluded.
+    pub fn all_gold_excluded(&self) -> Option<bool> {
+        if self.gold.is_empty() {
+            return None;
+        }
+        let judged = self
+            .gold
+            .iter()
+            .all(|g| g.in_corpus && g.unknown_fields.is_empty());
+        let all_failed = self.gold.iter().all(|g| !g.failed.is_empty());
+        if all_failed {
+            return Some(true);
+        }
+        judged.then_some(false)
+    }
+}
+
 /// Where in the pipeline a retrieval metric reads its ranking (`at:` of a rank evaluator).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RankingStage {

@@ -245,6 +245,10 @@ pub struct Trace {
     /// is a new execution and is judged again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims: Option<Vec<ClaimAnnotation>>,
+    /// The host's check of the applied predicates against the gold documents, when the
+    /// config names a `corpus:` (recomputed per run, not part of the execution cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter_check: Option<crate::pipeline::FilterCheck>,
     /// Token counts of output fields, when an evaluator measures one in tokens (absent from
     /// recorded datasets and from the execution cache: counted per run, behind their own
     /// cache layer).
@@ -268,6 +272,7 @@ impl Trace {
             stderr: Vec::new(),
             intervention: None,
             claims: None,
+            filter_check: None,
             output_tokens: None,
         }
     }

@@ -97,6 +97,12 @@ pub trait Evaluator: Send + Sync {
     fn counts_tokens_of(&self) -> Option<&str> {
         None
     }
+    /// The parts of the pipeline it reads (a lane, an optional stage), each with the option
+    /// that names it (`at`): once the system has said hello, a part it does not declare is a
+    /// config error at `evaluators[i].<option>` listing what it declares (exit 2).
+    fn pipeline_needs(&self) -> Vec<(PipelineNeed, &'static str)> {
+        Vec::new()
+    }
     /// Whether it reads the raw question's own retrieval
     /// ([`oloproof_core::pipeline::Pipeline::raw_query`]): the run then retrieves the raw
     /// question too, when the system rewrites it (`rewrite_uplift`).
@@ -109,6 +115,15 @@ pub trait Evaluator: Send + Sync {
         let _ = case;
         None
     }
+}
+
+/// A part of the pipeline an evaluator reads ([`Evaluator::pipeline_needs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipelineNeed {
+    /// A retrieval lane the system must declare (`at: lane:NAME`).
+    Lane(String),
+    /// An optional stage the system must declare (`rewrite`, `rerank`, `fuse`).
+    Stage(&'static str),
 }
 
 /// What one evaluator may send for one case (`run --dry-run`): upper bounds.
