@@ -116,14 +116,9 @@ pub(crate) fn retrieve_pipeline(
                 lane: lane.as_deref(),
                 skip_filters,
             };
-            let call = retrieve_call(system, case, source, cache, request, writes)?;
-            if call.cached {
-                calls.hits += 1;
-            } else {
-                calls.misses += 1;
-                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
-            }
-            pipeline.retrievals.push(call);
+            let call = retrieve_call(system, case, source, cache, request, writes);
+            count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
+            pipeline.retrievals.push(call?);
         }
     }
     if raw_query && use_rewrite {
@@ -134,14 +129,9 @@ pub(crate) fn retrieve_pipeline(
                 lane: lane.as_deref(),
                 skip_filters,
             };
-            let call = retrieve_call(system, case, source, cache, request, writes)?;
-            if call.cached {
-                calls.hits += 1;
-            } else {
-                calls.misses += 1;
-                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
-            }
-            raw_lists.push(call);
+            let call = retrieve_call(system, case, source, cache, request, writes);
+            count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
+            raw_lists.push(call?);
         }
         let candidates = if raw_lists.len() == 1 {
             raw_lists[0].retrieval.candidates.clone()
@@ -154,9 +144,6 @@ pub(crate) fn retrieve_pipeline(
             candidates,
         ));
     }
-    trace.latency_ms.retrieve = retrieve_ms;
-    trace.cache.retrieve = Some(calls.misses == 0);
-    trace.cache.retrieve_calls = Some(calls);
 
     // 3. Each lane's own ranking, then fusion.
     if !system.lanes.is_empty() {
@@ -256,6 +243,27 @@ pub(crate) fn retrieve_pipeline(
     retrieval.hops = hops;
     trace.pipeline = Some(pipeline);
     Ok(retrieval)
+}
+
+/// Counts one retrieve call in the trace as it is made (a failed call is a miss), so a case
+/// that fails halfway still says which calls ran.
+fn count_call(
+    trace: &mut Trace,
+    calls: &mut HitsMisses,
+    retrieve_ms: &mut Option<f64>,
+    call: Option<&LaneRetrieval>,
+) {
+    match call {
+        Some(c) if c.cached => calls.hits += 1,
+        Some(c) => {
+            calls.misses += 1;
+            *retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + c.latency_ms.unwrap_or(0.0));
+        }
+        None => calls.misses += 1,
+    }
+    trace.latency_ms.retrieve = *retrieve_ms;
+    trace.cache.retrieve = Some(calls.misses == 0);
+    trace.cache.retrieve_calls = Some(*calls);
 }
 
 /// One `retrieve` call behind its cache, its reply checked against the lane asked for.

@@ -159,7 +159,7 @@ pub fn start_run(
     if let Some(path) = config.options.corpus.as_deref() {
         // Located errors before anything runs (each execution loads it again: a resumed run or
         // a worker on another machine reads the file where it is).
-        crate::filter_check::load_corpus_file(path, &config.dir, Some(&config.source))?;
+        crate::filter_check::load_corpus_file(path, &config.dir, Some(config))?;
     }
     let settings = RunSettings {
         config_path: config.path.clone(),
