@@ -1,7 +1,7 @@
 //! Rendering of diagnoses: the `oloproof diagnose` report and `oloproof inspect` case lines.
 
 use oloproof_core::diagnosis::{
-    carried_recovered, confirmation, experiments, label, Diagnosis, InterventionKind,
+    carried_recovered, confirmation, experiments, label, Confirmation, Diagnosis, InterventionKind,
 };
 
 fn describe(label_name: &str) -> &'static str {
@@ -14,6 +14,11 @@ fn describe(label_name: &str) -> &'static str {
         label::GENERATION_FAILURE => "still failed with the gold context",
         label::UNSTABLE => "passed on the control re-execution: flaky, not diagnosed",
         label::NOT_DIAGNOSED => "a re-execution ended in an error; see the child runs",
+        label::FILTERED_OUT => "recovered; a metadata filter removed every relevant document",
+        label::FUSION_LOSS => "recovered; a lane had relevant evidence within top-k, the fused list did not",
+        label::RERANKED_OUT => "recovered; relevant evidence within top-k before the rerank fell below it after",
+        label::REWRITE_DRIFT => "recovered; the raw question retrieves relevant evidence within top-k, the rewrites do not",
+        label::HOP_MISS => "recovered; no retrieval hop found a relevant document the answer needs",
         _ => "no gold-context diagnosis of this run labels the stages (run --intervention gold-context first)",
     }
 }
@@ -49,11 +54,31 @@ pub fn diagnosis_report(d: &Diagnosis) -> String {
         ));
     }
     let replay = !matches!(c.intervention, InterventionKind::GoldContext);
-    if let Some((target, recovered, total)) = confirmation(d) {
+    if let Some(conf) = confirmation(d) {
         out.push_str(&format!(
-            "Confirmed under {}: {recovered} of {total} {target} cases also recovered\n",
-            c.intervention.describe()
+            "Confirmed under {}: {} of {} {} cases also recovered\n",
+            c.intervention.describe(),
+            conf.confirmed,
+            conf.targeted,
+            conf.label
         ));
+        if !conf.not_confirmed.is_empty() {
+            let cases: Vec<String> = conf
+                .not_confirmed
+                .iter()
+                .map(|(id, why)| format!("{id} ({})", why.describe()))
+                .collect();
+            out.push_str(&format!(
+                "Not confirmed: {} {}: {}\n",
+                cases.len(),
+                if cases.len() == 1 {
+                    format!("{} case", conf.label)
+                } else {
+                    format!("{} cases", conf.label)
+                },
+                cases.join(", ")
+            ));
+        }
     }
     if let Some(from) = &c.labels_from {
         out.push_str(&format!(
@@ -81,10 +106,28 @@ pub fn diagnosis_report(d: &Diagnosis) -> String {
         }
     } else if n > 0 {
         let s = &d.stages;
-        out.push_str(&format!(
-            "Stages: retrieve {} hit/{} miss; generate {} hit/{} miss\n",
-            s.retrieve.hit, s.retrieve.miss, s.generate.hit, s.generate.miss
+        let mut line = String::from("Stages:");
+        if !s.rewrite.is_zero() {
+            line.push_str(&format!(
+                " rewrite {} hit/{} miss;",
+                s.rewrite.hit, s.rewrite.miss
+            ));
+        }
+        line.push_str(&format!(
+            " retrieve {} hit/{} miss;",
+            s.retrieve.hit, s.retrieve.miss
         ));
+        if !s.rerank.is_zero() {
+            line.push_str(&format!(
+                " rerank {} hit/{} miss;",
+                s.rerank.hit, s.rerank.miss
+            ));
+        }
+        line.push_str(&format!(
+            " generate {} hit/{} miss\n",
+            s.generate.hit, s.generate.miss
+        ));
+        out.push_str(&line);
     }
     out.push_str(&format!("Diagnosis {}\n", d.id));
     if !d.child_runs.is_empty() {
@@ -115,8 +158,21 @@ pub fn diagnosis_cases(d: &Diagnosis) -> String {
             (other, Some(false)) => format!(", not recovered under {}", other.describe()),
             (_, None) => ", error under the intervention".to_string(),
         };
+        let implicated = if c.implicated.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", c.implicated.join("; "))
+        };
+        let confirms = if d.content.labels_from.is_some() && d.content.intervention.targets(c) {
+            match Confirmation::of(c) {
+                Confirmation::Confirmed => format!(", confirms {}", c.label),
+                other => format!(", does not confirm {} ({})", c.label, other.describe()),
+            }
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{}: {}, {}, strength {}, best relevant position {position}{outcome}\n",
+            "{}: {}{implicated}, {}, strength {}, best relevant position {position}{outcome}{confirms}\n",
             c.case_id, c.label, c.reason, c.strength
         ));
     }
