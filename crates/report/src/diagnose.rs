@@ -181,3 +181,73 @@ pub fn diagnosis_cases(d: &Diagnosis) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oloproof_core::diagnosis::{CaseDiagnosis, DiagnosisContent};
+    use oloproof_core::summary::{CacheCounts, HitMiss};
+
+    fn case(id: &str, recovered: bool, control: bool, lane: &str) -> CaseDiagnosis {
+        CaseDiagnosis {
+            case_id: id.into(),
+            label: label::FUSION_LOSS.into(),
+            reason: "relevant_lost_in_fusion".into(),
+            strength: "intervention_recovery".into(),
+            best_relevant_position: None,
+            recovered: Some(recovered),
+            control_passed: Some(control),
+            implicated: vec![lane.into()],
+        }
+    }
+
+    #[test]
+    fn a_lane_replay_lists_what_it_does_not_confirm_and_the_stages_it_used() {
+        let d = Diagnosis {
+            id: "sha256:d".into(),
+            content: DiagnosisContent {
+                run_id: "run_x".into(),
+                criterion: "answer_correct".into(),
+                intervention: InterventionKind::Lane {
+                    lane: "bm25".into(),
+                },
+                selected: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                not_diagnosable: vec![],
+                cases: vec![
+                    case("a", true, false, "bm25"),
+                    case("b", false, false, "bm25"),
+                    case("c", true, true, "bm25"),
+                    // Another lane's loss: not this replay's target.
+                    case("d", false, false, "dense"),
+                ],
+                labels_from: Some("sha256:g".into()),
+            },
+            child_runs: vec![],
+            stages: CacheCounts {
+                rerank: HitMiss { hit: 1, miss: 3 },
+                ..CacheCounts::default()
+            },
+        };
+        let text = diagnosis_report(&d);
+        assert!(
+            text.contains("Confirmed under lane=bm25: 1 of 3 FUSION_LOSS cases also recovered\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "Not confirmed: 2 FUSION_LOSS cases: b (not recovered), c (passed on the replay control)\n"
+        ));
+        assert!(text.contains(
+            "Stages: retrieve 0 hit/0 miss; rerank 1 hit/3 miss; generate 0 hit/0 miss\n"
+        ));
+        let cases = diagnosis_cases(&d);
+        assert!(cases.contains(
+            "a: FUSION_LOSS (bm25), relevant_lost_in_fusion, strength intervention_recovery, \
+             best relevant position none, recovered under lane=bm25, confirms FUSION_LOSS\n"
+        ));
+        assert!(cases.contains("does not confirm FUSION_LOSS (passed on the replay control)"));
+        assert!(cases.contains(
+            "d: FUSION_LOSS (dense), relevant_lost_in_fusion, strength intervention_recovery, \
+             best relevant position none, not recovered under lane=bm25\n"
+        ));
+    }
+}
