@@ -51,8 +51,8 @@ fn pipeline_labels_confirmed_by_their_replays() {
         "HOP_MISS: 1 of 6",
         "FUSION_LOSS: 2 of 6",
         "RERANKED_OUT: 1 of 6",
-        // `filtered`: FILTERED_OUT once the run fills `trace.filter_check` from `corpus:`.
-        "RETRIEVAL_MISS: 1 of 6",
+        // `filtered`: the host's check of the predicates on the gold document (`corpus:`).
+        "FILTERED_OUT: 1 of 6",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
