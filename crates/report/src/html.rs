@@ -295,7 +295,9 @@ pub fn slices_section(summary: &RunSummary) -> String {
     out
 }
 
-/// Stage latency p50/p95/p99 as bars and a table. Empty when no stage was timed.
+/// Stage latency p50/p95/p99 as bars and a table. Empty when no stage was timed. A pipeline's
+/// stages (a run that timed `rewrite`, `fuse` or `rerank`) are listed in pipeline order
+/// (`oloproof_core::trace::LATENCY_STAGES`); a two-stage run's in name order, as always.
 pub fn latency_section(summary: &RunSummary) -> String {
     if summary.latency_ms.is_empty() {
         return String::new();
@@ -303,7 +305,21 @@ pub fn latency_section(summary: &RunSummary) -> String {
     let mut out = String::from("<h2>Stage latency</h2>\n");
     let mut bars = Vec::new();
     let mut rows = Vec::new();
-    for (stage, p) in &summary.latency_ms {
+    let mut stages: Vec<(&String, &oloproof_core::summary::Percentiles)> =
+        summary.latency_ms.iter().collect();
+    let pipeline = ["rewrite", "fuse", "rerank"]
+        .iter()
+        .any(|s| summary.latency_ms.contains_key(*s));
+    if pipeline {
+        let rank = |s: &str| {
+            oloproof_core::trace::LATENCY_STAGES
+                .iter()
+                .position(|x| *x == s)
+                .unwrap_or(usize::MAX)
+        };
+        stages.sort_by_key(|(s, _)| rank(s));
+    }
+    for (stage, p) in stages {
         for (name, v) in [("p50", p.p50), ("p95", p.p95), ("p99", p.p99)] {
             bars.push(Bar {
                 label: format!("{stage} {name}"),
