@@ -6,7 +6,11 @@
 // gold-context diagnosis, and a recorded (Ragas) run whose answers are hostile markup. The
 // comparison also judges the answers in pairs (`--pairwise`) with a scripted judge served by
 // this process (OpenAI wire format; it prefers the longer answer in either position). The
-// viewer is started on a free port; every page type is loaded and checked on the DOM.
+// viewer is started on a free port; every page type is loaded and checked on the DOM. A second
+// store is built from tests/systems/pipeline_show (rewrite, two lanes with RRF, a tenant filter, a
+// rerank, hops): two runs (the second keeps the fused order) and their comparison, served by a
+// second viewer, for the pipeline flow of the case page, the run page's per-stage latency and
+// the comparison's stage deltas.
 // Screenshots go to target/browser-screenshots/ (and to docs/images/ with
 // OLOPROOF_UPDATE_SCREENSHOTS=1).
 //
@@ -34,13 +38,13 @@ const { chromium } = createRequire(join(nodeModules, "noop.js"))("playwright-cor
 const XSS_SCRIPT = "<script>window.__xss=1</script>";
 const XSS_IMG = '<img src=x onerror="window.__xss=1">';
 
-let tmp, project, viewer, base, context, judge;
+let tmp, project, viewer, base, context, judge, pipeProject, pipeViewer, pipeBase;
 const ids = {};
 const summaries = {};
 
 /** Runs the real binary; returns stdout, failing on an exit code not in `codes`. */
-function oloproof(args, codes = [0]) {
-  const r = spawnSync(bin, args, { cwd: tmp, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "" } });
+function oloproof(args, codes = [0], env = {}) {
+  const r = spawnSync(bin, args, { cwd: tmp, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "", ...env } });
   assert.ok(codes.includes(r.status), `oloproof ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
@@ -85,20 +89,29 @@ function startJudge() {
   });
 }
 
-/** The server's first stdout line names the URL; resolves with it. */
-function startViewer() {
+/** Starts `oloproof view DIR`; its first stdout line names the URL. Resolves with
+ * `[process, url]`. */
+function startViewer(dir) {
   return new Promise((resolveUrl, reject) => {
-    viewer = spawn(bin, ["view", project, "--port", "0"], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(bin, ["view", dir, "--port", "0"], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
-    viewer.stdout.on("data", (d) => {
+    proc.stdout.on("data", (d) => {
       out += d;
       const m = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
-      if (m) resolveUrl(m[0].replace(/\/$/, ""));
+      if (m) resolveUrl([proc, m[0].replace(/\/$/, "")]);
     });
-    viewer.stderr.on("data", (d) => (err += d));
-    viewer.on("exit", (code) => reject(new Error(`oloproof view exited ${code}: ${out}${err}`)));
+    proc.stderr.on("data", (d) => (err += d));
+    proc.on("exit", (code) => reject(new Error(`oloproof view exited ${code}: ${out}${err}`)));
   });
+}
+
+/** Stops a viewer this file started. */
+function stopViewer(proc) {
+  if (proc && proc.exitCode === null) {
+    proc.removeAllListeners("exit");
+    proc.kill("SIGINT");
+  }
 }
 
 /** A page that records console errors (a CSP violation is one) and page errors. */
@@ -168,7 +181,24 @@ before(async () => {
   oloproof(["report", ids.base, "--dir", project, "-o", join(tmp, "run.html")]);
   oloproof(["report", ids.hostile, "--dir", project, "-o", join(tmp, "hostile.html")]);
   oloproof(["report", ids.comparison, "--dir", project, "-o", join(tmp, "comparison.html")]);
-  base = await startViewer();
+  pipeProject = join(tmp, "pipeline");
+  cpSync(join(repo, "tests/systems/pipeline_show"), pipeProject, {
+    recursive: true,
+    filter: (src) => !/(\.oloproof|__pycache__)$/.test(src),
+  });
+  writeFileSync(join(pipeProject, "compare.yaml"), "decisions:\n  - {name: recall, criterion: recall_at_2, kind: non_inferiority, margin_points: 50}\n");
+  summaries.pipe = JSON.parse(oloproof(["run", pipeProject, "--json"]));
+  summaries.pipeKeep = JSON.parse(oloproof(["run", pipeProject, "--json"], [0], { OLOPROOF_TEST_NO_RERANK_BIAS: "1" }));
+  ids.pipe = summaries.pipe.run_id;
+  ids.pipeKeep = summaries.pipeKeep.run_id;
+  const pipeComparison = JSON.parse(
+    oloproof(["compare", ids.pipeKeep, ids.pipe, "--policy", join(pipeProject, "compare.yaml"), "--dir", pipeProject, "--json"]),
+  );
+  summaries.pipeComparison = pipeComparison;
+  ids.pipeComparison = pipeComparison.id;
+  oloproof(["report", ids.pipe, "--dir", pipeProject, "-o", join(tmp, "pipeline.html")]);
+  [viewer, base] = await startViewer(project);
+  [pipeViewer, pipeBase] = await startViewer(pipeProject);
   context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
     executablePath: chromiumPath,
     headless: true,
@@ -189,10 +219,8 @@ before(async () => {
 after(async () => {
   await context?.close();
   judge?.close();
-  if (viewer && viewer.exitCode === null) {
-    viewer.removeAllListeners("exit");
-    viewer.kill("SIGINT");
-  }
+  stopViewer(viewer);
+  stopViewer(pipeViewer);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -342,5 +370,76 @@ test("the comparison shows the pairwise judgments case by case", async () => {
   }
   await section.scrollIntoViewIfNeeded();
   await screenshot(page, "comparison-pairwise");
+  assert.deepEqual(page.problems, []);
+});
+
+test("the case page shows the pipeline as a flow with positions and stage times", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${pipeBase}/runs/${ids.pipe}/cases/a`)).status(), 200);
+  const flow = page.locator("section.case .flow");
+  assert.equal(await flow.isVisible(), true);
+  assert.deepEqual(
+    await flow.locator(".flow-line .flow-stage").allTextContents(),
+    ["rewrite", "lanes (bm25, tri)", "fusion (rrf k=60)", "filter", "rerank", "hops", "context", "answer"],
+  );
+  const stages = await flow.locator(".stage").evaluateAll((els) => els.map((e) => e.dataset.stage));
+  assert.deepEqual([...new Set(stages)], ["rewrite", "lane", "fusion", "filter", "rerank", "hop", "answer"]);
+  // The gold d1 is first in both lanes and in the fused list; the length rerank moves it to 3.
+  const fused = flow.locator(".stage[data-stage=fusion] li[data-doc=d1]");
+  assert.match(await fused.textContent(), /^1\.d1 score 0\.0656 · bm25 #1 · tri #1 ★ relevant$/);
+  const reranked = flow.locator(".stage[data-stage=rerank] li[data-doc=d1]");
+  assert.equal((await reranked.locator(".move").textContent()).trim(), "↓2");
+  assert.equal(await reranked.locator(".move").evaluate((e) => getComputedStyle(e).color), "rgb(180, 35, 42)");
+  assert.equal(await reranked.locator(".relevant").count(), 1);
+  assert.match(await flow.locator(".stage[data-stage=filter]").textContent(), /predicate: tenant = "acme"/);
+  // One bar per timed stage, total above it.
+  const labels = await flow.locator(".stage-latency svg text.label").allTextContents();
+  assert.deepEqual(labels, ["rewrite", "retrieve", "fuse", "rerank", "generate"]);
+  assert.match(await flow.locator(".stage-latency").textContent(), /total \d+\.\d ms/);
+  // The stage blocks sit side by side (the grid applied).
+  assert.equal(await flow.locator(".stages").evaluate((e) => getComputedStyle(e).display), "grid");
+  await flow.evaluate((e) => { e.scrollIntoView(); window.scrollBy(0, -64); });
+  await screenshot(page, "case-pipeline");
+  assert.deepEqual(page.problems, []);
+});
+
+test("the pipeline run page breaks latency down by stage", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${pipeBase}/runs/${ids.pipe}`)).status(), 200);
+  const heading = page.locator("h2", { hasText: "Stage latency" });
+  const rows = await page.locator("h2:text-is('Stage latency') ~ table").first().locator("tr").evaluateAll(
+    (trs) => trs.slice(1).map((tr) => [...tr.querySelectorAll("td")].slice(0, 2).map((td) => td.textContent)),
+  );
+  // Every stage that ran, in pipeline order, with the cases that timed it.
+  const stages = ["rewrite", "retrieve", "fuse", "rerank", "generate"];
+  assert.deepEqual(Object.keys(summaries.pipe.latency_ms).sort(), [...stages].sort());
+  assert.deepEqual(rows, stages.map((s) => [s, String(summaries.pipe.latency_ms[s].n)]));
+  const bars = await page.locator("h2:text-is('Stage latency') + svg text.label").allTextContents();
+  assert.deepEqual(bars, stages.flatMap((s) => ["p50", "p95", "p99"].map((q) => `${s} ${q}`)));
+  await heading.evaluate((e) => { e.scrollIntoView(); window.scrollBy(0, -64); });
+  await screenshot(page, "run-pipeline");
+  assert.deepEqual(page.problems, []);
+});
+
+test("the comparison of two pipeline runs shows stage deltas", async () => {
+  const page = await newPage();
+  assert.equal((await page.goto(`${pipeBase}/comparisons/${ids.pipeComparison}`)).status(), 200);
+  const section = page.locator("#stage-deltas");
+  assert.equal(await section.isVisible(), true);
+  const recall = summaries.pipeComparison.stages.recall;
+  const rows = section.locator("table").nth(1).locator("tr");
+  assert.equal(await rows.count(), recall.length + 1);
+  for (const [i, r] of recall.entries()) {
+    const cells = await rows.nth(i + 1).locator("td").allTextContents();
+    assert.deepEqual(cells.slice(0, 3), [`recall@${r.k} ${r.stage}`, String(r.paired), `${r.baseline.toFixed(3)} → ${r.candidate.toFixed(3)}`]);
+  }
+  const latency = await section.locator("table").first().locator("tr td:first-child").allTextContents();
+  assert.deepEqual(latency, summaries.pipeComparison.stages.latency.map((l) => l.stage));
+  await section.evaluate((e) => { e.scrollIntoView(); window.scrollBy(0, -64); });
+  await screenshot(page, "comparison-stages");
+  // The HTML report of the run has the same flow, from disk.
+  await page.goto(pathToFileURL(join(tmp, "pipeline.html")).href);
+  assert.ok((await page.locator(".flow").count()) > 0);
+  await assertInert(page);
   assert.deepEqual(page.problems, []);
 });

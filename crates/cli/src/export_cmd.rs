@@ -1,5 +1,9 @@
-//! `oloproof export RUN --format ragas`: a stored run as a Ragas `EvaluationDataset` (JSONL).
+//! `oloproof export RUN --format ragas|trace`: a stored run as a Ragas `EvaluationDataset`
+//! (JSONL), or as Oloproof trace JSONL (`core::dataset::trace_record_of`: every stage a
+//! pipeline recorded — rewrites, lane retrievals, fusion, predicates, the pre-rerank list,
+//! hops, usage, latency — which `run --dataset` reads back).
 //!
+//! The Ragas format:
 //! One line per finished case (cases that ended in an error or are still pending are left out
 //! and counted on stderr): `user_input` (the input's `question`, its only string field, or
 //! its JSON), `retrieved_contexts` (the texts of the context given to the generator — what
@@ -29,6 +33,8 @@ use crate::exit_codes;
 pub(crate) enum ExportFormat {
     /// Ragas `EvaluationDataset` JSONL.
     Ragas,
+    /// Oloproof trace JSONL, with every pipeline stage.
+    Trace,
 }
 
 #[derive(Debug, Args)]
@@ -170,7 +176,11 @@ pub(crate) fn export(args: ExportArgs) -> Result<u8, CliError> {
     for (case, trace, _) in &run.cases {
         match trace {
             Some(t) if t.error.is_none() => {
-                text.push_str(&ragas_record(case, t).to_string());
+                let record = match args.format {
+                    ExportFormat::Ragas => ragas_record(case, t),
+                    ExportFormat::Trace => oloproof_core::dataset::trace_record_of(case, t),
+                };
+                text.push_str(&record.to_string());
                 text.push('\n');
                 written += 1;
             }
@@ -182,12 +192,15 @@ pub(crate) fn export(args: ExportArgs) -> Result<u8, CliError> {
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     let mut err = std::io::stderr().lock();
-    let ExportFormat::Ragas = args.format;
     write!(
         err,
-        "Exported {written} case{} of {} as Ragas JSONL",
+        "Exported {written} case{} of {} as {} JSONL",
         if written == 1 { "" } else { "s" },
-        args.run_id
+        args.run_id,
+        match args.format {
+            ExportFormat::Ragas => "Ragas",
+            ExportFormat::Trace => "trace",
+        }
     )?;
     if let Some(path) = &args.output {
         write!(err, " to {}", path.display())?;

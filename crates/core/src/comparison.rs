@@ -357,6 +357,52 @@ pub struct Comparison {
     /// The pairwise A/B comparison, when the policy or `--pairwise` asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairwise: Option<PairwiseComparison>,
+    /// Per pipeline stage, both runs side by side, when both recorded pipelines (absent for
+    /// two-stage runs, so their comparisons keep their ids): descriptive, not decisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageDeltas>,
+}
+
+/// One stage's latency in both runs, over the shared cases that timed it in both (paired by
+/// case; a cached stage is not timed). Percentiles are numpy's linear method
+/// (`oloproof_stats::quantile`), as in the run summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageLatencyLine {
+    /// `rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens`, `generate` or `total` (the
+    /// sum of the stages a case timed).
+    pub stage: String,
+    /// Shared cases timed in both runs.
+    pub paired: u64,
+    /// The baseline's `[p50, p95]` in milliseconds.
+    pub baseline_ms: [f64; 2],
+    /// The candidate's `[p50, p95]` in milliseconds.
+    pub candidate_ms: [f64; 2],
+}
+
+/// Mean recall@k of one ranking stage in both runs, over the shared cases with relevance
+/// labels whose traces have that stage in both runs (document unit, trec_eval `recall_k`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageRecallLine {
+    /// `lane:NAME`, `fused`, `reranked` (the final list of a system with a rerank stage) or
+    /// `final` (the final list otherwise).
+    pub stage: String,
+    /// The cut-off: the baseline's `top_k`.
+    pub k: usize,
+    /// Cases measured in both runs.
+    pub paired: u64,
+    /// The baseline's mean recall@k.
+    pub baseline: f64,
+    /// The candidate's mean recall@k.
+    pub candidate: f64,
+}
+
+/// What each pipeline stage did in both runs of a comparison.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageDeltas {
+    /// Per stage latency, in pipeline order, then `total`.
+    pub latency: Vec<StageLatencyLine>,
+    /// Per ranking stage recall, in pipeline order (lanes, fused, reranked/final).
+    pub recall: Vec<StageRecallLine>,
 }
 
 impl Comparison {

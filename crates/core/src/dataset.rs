@@ -6,8 +6,14 @@
 //!   names `question`, `contexts`, `answer`, `ground_truth` are read as the new ones and reported
 //!   in one warning ([`Dataset::warnings`]) — never dropped silently.
 //! - **trace**: an Oloproof case (`id`, `input`, `expected`, `metadata`) plus `retrieval`
-//!   (`{query?, depth?, candidates}`), `context` (passages given to the generator), `answer`
-//!   and `citations`.
+//!   (`{query?, depth?, candidates, filters?, hops?, usage?, lane?}`: the final candidates,
+//!   the metadata predicates applied, the hops of an iterative retrieval), `context` (passages
+//!   given to the generator), `answer` and `citations`; and, for a pipeline, the generation's
+//!   `usage` (`{model, input_tokens, output_tokens}`) and `ttft_ms`, `pipeline` (the trace's
+//!   [`crate::pipeline::Pipeline`] as stored: `question`, `rewrite`, every lane `retrievals`,
+//!   `lanes`, `fused`, `pre_rerank`, `rerank_usage`, `raw_query`) and `latency_ms` (per stage:
+//!   `rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens`, `generate`). [`trace_record_of`]
+//!   writes one (`oloproof export --format trace`), so recorded traffic brings every stage.
 //!
 //! Every record becomes a [`Case`] and a [`Trace`]. A retrieved context without an id gets the
 //! stable id [`stable_id`] (`ctx-` + the first 12 hex digits of the sha256 of its text), so
@@ -150,6 +156,21 @@ pub const TRACE_KEYS: &[&str] = &[
     "citations",
     "behavior",
     "claims",
+    "usage",
+    "ttft_ms",
+    "pipeline",
+    "latency_ms",
+];
+
+/// Keys of a trace record's `retrieval` (the fields of [`Retrieval`]).
+pub const TRACE_RETRIEVAL_KEYS: &[&str] = &[
+    "query",
+    "depth",
+    "candidates",
+    "filters",
+    "hops",
+    "usage",
+    "lane",
 ];
 
 /// How a dataset file is written (`--dataset-format jsonl|json|hf-json|csv|parquet`).
@@ -1196,9 +1217,9 @@ fn trace_record(
         Some(Value::Object(r)) => {
             if let Some(key) = r
                 .keys()
-                .find(|k| !["query", "depth", "candidates"].contains(&k.as_str()))
+                .find(|k| !TRACE_RETRIEVAL_KEYS.contains(&k.as_str()))
             {
-                return Err(unknown_key(key, &["query", "depth", "candidates"], at));
+                return Err(unknown_key(key, TRACE_RETRIEVAL_KEYS, at));
             }
             let candidates = passages(
                 r.get("candidates").unwrap_or(&Value::Array(Vec::new())),
@@ -1211,13 +1232,63 @@ fn trace_record(
                 .map(|d| d as usize)
                 .unwrap_or(candidates.len());
             let query = r.get("query").and_then(Value::as_str).map(str::to_string);
-            Some(Retrieval::new(query, depth, candidates))
+            let mut retrieval = Retrieval::new(query, depth, candidates);
+            if let Some(v) = r.get("filters").filter(|v| !v.is_null()) {
+                retrieval.filters = typed(v, "retrieval.filters", at)?;
+                check_filters(&retrieval.filters, "retrieval.filters", at)?;
+            }
+            if let Some(v) = r.get("hops").filter(|v| !v.is_null()) {
+                retrieval.hops = typed(v, "retrieval.hops", at)?;
+                for (i, hop) in retrieval.hops.iter().enumerate() {
+                    check_filters(&hop.filters, &format!("retrieval.hops[{i}].filters"), at)?;
+                }
+            }
+            if let Some(v) = r.get("usage").filter(|v| !v.is_null()) {
+                retrieval.usage = Some(typed(v, "retrieval.usage", at)?);
+            }
+            if let Some(v) = r.get("lane").filter(|v| !v.is_null()) {
+                retrieval.lane = Some(typed(v, "retrieval.lane", at)?);
+            }
+            Some(retrieval)
         }
         Some(_) => {
             return Err(Box::new(at(
                 "retrieval",
-                "wrong type: `retrieval` must be `{query?, depth?, candidates}`".to_string(),
+                "wrong type: `retrieval` must be `{query?, depth?, candidates, filters?, hops?, usage?, lane?}`".to_string(),
             )))
+        }
+    };
+    let pipeline: Option<crate::pipeline::Pipeline> = match obj.get("pipeline") {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let p: crate::pipeline::Pipeline = typed(v, "pipeline", at)?;
+            for (i, r) in p.retrievals.iter().enumerate() {
+                let path = format!("pipeline.retrievals[{i}].retrieval");
+                check_filters(&r.retrieval.filters, &format!("{path}.filters"), at)?;
+                for (j, hop) in r.retrieval.hops.iter().enumerate() {
+                    check_filters(&hop.filters, &format!("{path}.hops[{j}].filters"), at)?;
+                }
+            }
+            Some(p)
+        }
+    };
+    let latency: crate::trace::StageLatency = match obj.get("latency_ms") {
+        None | Some(Value::Null) => Default::default(),
+        Some(v) => {
+            let l: crate::trace::StageLatency = typed(v, "latency_ms", at)?;
+            if let Some((stage, ms)) = l
+                .stages()
+                .into_iter()
+                .find(|(_, ms)| !ms.is_finite() || *ms < 0.0)
+            {
+                let mut err = at(
+                    stage,
+                    format!("`latency_ms.{stage}` must be a number of milliseconds ≥ 0, got {ms}"),
+                );
+                err.key_path = Some(format!("latency_ms.{stage}"));
+                return Err(Box::new(err));
+            }
+            l
         }
     };
     let all: Vec<Passage> = candidates
@@ -1241,6 +1312,24 @@ fn trace_record(
     {
         return Err(Box::new(bad_word(bad, at)));
     }
+    if let Some(v) = obj.get("usage").filter(|v| !v.is_null()) {
+        // Checked as a `Usage`, kept as written (a reply's other usage keys are kept too).
+        let _: crate::pipeline::Usage = typed(v, "usage", at)?;
+        generation.insert("usage".to_string(), v.clone());
+    }
+    if let Some(v) = obj.get("ttft_ms").filter(|v| !v.is_null()) {
+        match v.as_f64() {
+            Some(ms) if ms >= 0.0 => {
+                generation.insert("ttft_ms".to_string(), v.clone());
+            }
+            _ => {
+                return Err(Box::new(at(
+                    "ttft_ms",
+                    format!("`ttft_ms` must be a number of milliseconds ≥ 0, got {v}"),
+                )))
+            }
+        }
+    }
     let claims = claims_of(obj.get("claims"), "claims", at)?;
     check_trace_words(
         &obj,
@@ -1263,10 +1352,176 @@ fn trace_record(
     )?;
     let mut trace = Trace::new(&id);
     trace.retrieval = candidates;
+    trace.pipeline = pipeline;
     trace.context = context;
     trace.generation = Some(generation);
+    trace.latency_ms = latency;
     trace.claims = claims;
     Ok(Record { case, trace })
+}
+
+/// Deserialises one field of a trace record into its trace type, refusing keys the type does
+/// not have (what [`unknown_keys`] finds); errors name the key path (`pipeline.fused.method`)
+/// and point at its innermost key.
+fn typed<T: serde::de::DeserializeOwned + Serialize>(
+    value: &Value,
+    path: &str,
+    at: &Locate<'_>,
+) -> Result<T, Box<SourceError>> {
+    let top = path.split(['.', '[']).next().unwrap_or(path);
+    let locate = |inner: &str, message: String| {
+        let full = match inner {
+            "" | "." => path.to_string(),
+            p if p.starts_with('[') => format!("{path}{p}"),
+            p => format!("{path}.{p}"),
+        };
+        let key = full
+            .rsplit(['.', '['])
+            .find(|k| !k.is_empty() && !k.ends_with(']'))
+            .unwrap_or(top);
+        let mut err = at(key, message);
+        err.key_path = Some(full);
+        Box::new(err)
+    };
+    let parsed: T = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        locate(
+            &e.path().to_string(),
+            format!(
+                "invalid `{path}`: {}",
+                strip_position(&e.inner().to_string())
+            ),
+        )
+    })?;
+    // A `Serialize` of a deserialised trace type always succeeds (string keys only).
+    let back = serde_json::to_value(&parsed).unwrap_or(Value::Null);
+    let usage = matches!(path.rsplit('.').next(), Some("usage" | "rerank_usage"));
+    if let Some(unknown) = unknown_keys(value, &back, "").filter(|_| !usage) {
+        let name = unknown
+            .rsplit(['.', ']'])
+            .next()
+            .unwrap_or(&unknown)
+            .to_string();
+        return Err(locate(
+            &unknown,
+            format!("unknown key `{name}` in `{path}`"),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// The path of the first key of `given` that `parsed` (the same value deserialised and
+/// serialised back) lost: a key the type does not know. Keys whose value is `null`, `[]`,
+/// `{}` or `false` are not reported (a type leaves those out when it writes them), nor the
+/// keys of a `usage` object beyond [`crate::pipeline::Usage`]'s (`total_tokens`, …: ignored,
+/// as in a live reply).
+fn unknown_keys(given: &Value, parsed: &Value, path: &str) -> Option<String> {
+    let last = path.rsplit(['.', '[']).next().unwrap_or(path);
+    if matches!(last, "usage" | "rerank_usage") {
+        return None;
+    }
+    match (given, parsed) {
+        (Value::Object(g), Value::Object(p)) => g.iter().find_map(|(k, v)| {
+            let here = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            match p.get(k) {
+                Some(pv) => unknown_keys(v, pv, &here),
+                None => {
+                    let empty = match v {
+                        Value::Null | Value::Bool(false) => true,
+                        Value::Array(a) => a.is_empty(),
+                        Value::Object(o) => o.is_empty(),
+                        _ => false,
+                    };
+                    (!empty).then_some(here)
+                }
+            }
+        }),
+        (Value::Array(g), Value::Array(p)) => g
+            .iter()
+            .zip(p)
+            .enumerate()
+            .find_map(|(i, (gv, pv))| unknown_keys(gv, pv, &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+/// Checks the shape of recorded predicates ([`crate::pipeline::Filter::check`]).
+fn check_filters(
+    filters: &[crate::pipeline::Filter],
+    path: &str,
+    at: &Locate<'_>,
+) -> Result<(), Box<SourceError>> {
+    for (i, f) in filters.iter().enumerate() {
+        if let Err(e) = f.check() {
+            let mut err = at("value", format!("invalid `{path}[{i}]`: {e}"));
+            err.key_path = Some(format!("{path}[{i}].value"));
+            return Err(Box::new(err));
+        }
+    }
+    Ok(())
+}
+
+/// One finished case as a trace record, the inverse of the `trace` format's reader: the
+/// case's `id`, `input`, `expected` and `metadata`, the trace's `retrieval` (with its
+/// predicates, hops, usage and lane), the `context` passages, `answer`, `citations`,
+/// `behavior`, the generation's `usage` and `ttft_ms`, `claims`, the `pipeline` (rewrites,
+/// every lane retrieval, lane rankings, fusion, pre-rerank list, raw-query retrieval) and
+/// `latency_ms`. Reading it back gives the same case and the same trace, except what a run
+/// recomputes (`cache`, `filter_check`, `output_tokens`, `stderr`) and a context's token
+/// counts and dropped list (context positions are found again among the candidates).
+/// Empty parts are left out, so a two-stage trace writes what it always did.
+pub fn trace_record_of(case: &Case, trace: &Trace) -> Value {
+    let mut record = Map::new();
+    record.insert("id".into(), Value::String(case.id.clone()));
+    record.insert("input".into(), Value::Object(case.input.clone()));
+    // Derived serialisations of core types always succeed (string keys only).
+    let expected = serde_json::to_value(&case.expected).unwrap_or(Value::Null);
+    if expected.as_object().is_some_and(|o| !o.is_empty()) {
+        record.insert("expected".into(), expected);
+    }
+    if !case.metadata.is_empty() {
+        record.insert("metadata".into(), Value::Object(case.metadata.clone()));
+    }
+    if let Some(r) = &trace.retrieval {
+        record.insert(
+            "retrieval".into(),
+            serde_json::to_value(r).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(c) = &trace.context {
+        let passages: Vec<&Passage> = c.passages.iter().map(|p| &p.passage).collect();
+        record.insert(
+            "context".into(),
+            serde_json::to_value(passages).unwrap_or(Value::Null),
+        );
+    }
+    for key in ["answer", "citations", "behavior", "usage", "ttft_ms"] {
+        if let Some(v) = trace.output_field(key).filter(|v| !v.is_null()) {
+            record.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(claims) = &trace.claims {
+        record.insert(
+            "claims".into(),
+            serde_json::to_value(claims).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(p) = &trace.pipeline {
+        record.insert(
+            "pipeline".into(),
+            serde_json::to_value(p).unwrap_or(Value::Null),
+        );
+    }
+    if !trace.latency_ms.stages().is_empty() {
+        record.insert(
+            "latency_ms".into(),
+            serde_json::to_value(&trace.latency_ms).unwrap_or(Value::Null),
+        );
+    }
+    Value::Object(record)
 }
 
 #[cfg(test)]
@@ -1584,5 +1839,156 @@ mod tests {
         let err =
             parse_dataset("t.jsonl", r#"{"id":"c","input":{},"answr":"x"}"#, None).unwrap_err();
         assert_eq!(err[0].help.as_deref(), Some("did you mean `answer`?"));
+    }
+
+    /// A pipeline case as a live run stores it: rewrite, two lanes over two queries, fusion,
+    /// a rerank, predicates (one on a hop), usage of every stage, latency of every stage.
+    fn pipeline_trace() -> (Case, Trace) {
+        let p = |id: &str, score: f64| json!({"doc_id": id, "score": score, "text": format!("text of {id}")});
+        let ctx = |id: &str, score: f64, position: usize| {
+            let mut v = p(id, score);
+            v["position"] = json!(position);
+            v
+        };
+        let case: Case = serde_json::from_value(json!({
+            "id": "c1",
+            "input": {"question": "refund time", "tenant": "acme"},
+            "expected": {"answer": "14 days", "relevant": [{"doc_id": "d1"}]},
+            "metadata": {"topic": "refunds"}
+        }))
+        .unwrap();
+        let filter = json!({"field": "tenant", "op": "=", "value": "acme"});
+        let lane = |lane: &str, query: &str, ids: &[(&str, f64)]| {
+            json!({"lane": lane, "query": query, "cached": false, "latency_ms": 1.5,
+                   "retrieval": {"query": query, "depth": 4, "lane": lane,
+                                 "candidates": ids.iter().map(|(d, s)| p(d, *s)).collect::<Vec<_>>(),
+                                 "filters": [filter.clone()],
+                                 "usage": {"model": "embed", "input_tokens": 4}}})
+        };
+        let final_list = json!({"query": "refund time", "depth": 4,
+            "candidates": [p("d3", 0.5), p("d1", 0.4)],
+            "filters": [filter.clone()],
+            "hops": [{"query": "refund", "candidates": [p("d1", 1.0)],
+                      "filters": [{"field": "locale", "op": "in", "value": ["en-US"]}]}]});
+        let pipeline = json!({
+            "question": "refund time",
+            "rewrite": {"queries": ["refund time", "refund time days"],
+                        "usage": {"model": "rw", "input_tokens": 9, "output_tokens": 5}},
+            "retrievals": [lane("bm25", "refund time", &[("d1", 2.0), ("d3", 1.0)]),
+                           lane("tri", "refund time", &[("d3", 0.9), ("d1", 0.2)])],
+            "lanes": {"bm25": [p("d1", 2.0), p("d3", 1.0)], "tri": [p("d3", 0.9), p("d1", 0.2)]},
+            "fused": {"method": "rrf k=60", "candidates": [p("d1", 0.032), p("d3", 0.032)]},
+            "pre_rerank": [p("d1", 0.032), p("d3", 0.032)],
+            "rerank_usage": {"model": "rr", "input_tokens": 30}
+        });
+        let trace: Trace = serde_json::from_value(json!({
+            "schema_version": 1, "case_id": "c1",
+            "retrieval": final_list, "pipeline": pipeline,
+            "context": {"passages": [ctx("d3", 0.5, 1),
+                                     ctx("d1", 0.4, 2)],
+                        "dropped": [], "truncated": false},
+            "generation": {"answer": "14 days", "citations": ["d1"],
+                           "usage": {"model": "gen", "input_tokens": 812, "output_tokens": 40,
+                                     "total_tokens": 852},
+                           "ttft_ms": 42.0},
+            "latency_ms": {"rewrite": 2.0, "retrieve": 3.0, "fuse": 0.1, "rerank": 4.0,
+                           "generate": 50.0},
+            "cache": {"execution": false}
+        }))
+        .unwrap();
+        (case, trace)
+    }
+
+    #[test]
+    fn a_pipeline_trace_round_trips_through_the_trace_format() {
+        let (case, trace) = pipeline_trace();
+        let line = trace_record_of(&case, &trace).to_string();
+        let d = parse_dataset("t.jsonl", &line, None).unwrap();
+        assert_eq!(d.format, DatasetFormat::Trace);
+        let back = &d.records[0];
+        assert_eq!(back.case, case);
+        assert_eq!(back.trace.pipeline, trace.pipeline);
+        assert_eq!(back.trace.retrieval, trace.retrieval);
+        assert_eq!(back.trace.generation, trace.generation);
+        assert_eq!(back.trace.latency_ms, trace.latency_ms);
+        assert_eq!(back.trace.context, trace.context);
+        // Written again, the record is the same line.
+        assert_eq!(trace_record_of(&back.case, &back.trace).to_string(), line);
+    }
+
+    #[test]
+    fn a_two_stage_trace_writes_no_pipeline_fields() {
+        let (case, mut trace) = pipeline_trace();
+        trace.pipeline = None;
+        trace.latency_ms = Default::default();
+        let r = trace.retrieval.as_mut().unwrap();
+        r.filters.clear();
+        r.hops.clear();
+        let generation = trace.generation.as_mut().unwrap();
+        generation.shift_remove("usage");
+        generation.shift_remove("ttft_ms");
+        let record = trace_record_of(&case, &trace);
+        let keys: Vec<&str> = record
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "input",
+                "expected",
+                "metadata",
+                "retrieval",
+                "context",
+                "answer",
+                "citations"
+            ]
+        );
+        let retrieval_keys: Vec<&String> =
+            record["retrieval"].as_object().unwrap().keys().collect();
+        assert_eq!(retrieval_keys, ["query", "depth", "candidates"]);
+    }
+
+    #[test]
+    fn bad_pipeline_fields_are_located_errors_naming_the_key_path() {
+        let (case, trace) = pipeline_trace();
+        let good = trace_record_of(&case, &trace);
+        let broken = |edit: &dyn Fn(&mut Value)| {
+            let mut v = good.clone();
+            edit(&mut v);
+            let errs = parse_dataset("t.jsonl", &v.to_string(), None).unwrap_err();
+            (
+                errs[0].key_path.clone().unwrap_or_default(),
+                errs[0].message.clone(),
+            )
+        };
+        let (path, message) = broken(&|v| v["pipeline"]["fused"]["methd"] = json!("rrf"));
+        assert_eq!(path, "pipeline.fused.methd");
+        assert!(message.contains("unknown key `methd`"), "{message}");
+        let (path, message) = broken(&|v| v["retrieval"]["filters"][0]["op"] = json!("like"));
+        assert_eq!(path, "retrieval.filters[0].op");
+        assert!(message.contains("unknown variant `like`"), "{message}");
+        let (path, message) = broken(&|v| {
+            v["retrieval"]["filters"][0] = json!({"field": "tenant", "op": "in", "value": "acme"})
+        });
+        assert_eq!(path, "retrieval.filters[0].value");
+        assert!(message.contains("needs an array value"), "{message}");
+        let (path, message) =
+            broken(&|v| v["retrieval"]["hops"][0].as_object_mut().unwrap().clear());
+        assert_eq!(path, "retrieval.hops[0]");
+        assert!(message.contains("missing field `candidates`"), "{message}");
+        let (path, message) = broken(&|v| v["latency_ms"]["rerank"] = json!(-1.0));
+        assert_eq!(path, "latency_ms.rerank");
+        assert!(message.contains("≥ 0"), "{message}");
+        let (path, _) = broken(&|v| v["latency_ms"]["retreive"] = json!(1.0));
+        assert_eq!(path, "latency_ms.retreive");
+        let (path, message) = broken(&|v| v["ttft_ms"] = json!("fast"));
+        assert_eq!(path, "ttft_ms");
+        assert!(message.contains("milliseconds"), "{message}");
+        let (path, _) = broken(&|v| v["retrieval"]["lanes"] = json!("bm25"));
+        assert_eq!(path, "lanes");
     }
 }

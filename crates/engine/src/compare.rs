@@ -1135,6 +1135,7 @@ pub fn compare_with_pairwise(
         gate,
         changes,
         pairwise,
+        stages: crate::stage_deltas::stage_deltas(candidate, baseline),
     };
     comparison.id = comparison.compute_id();
     Ok(comparison)

@@ -69,6 +69,7 @@ pub mod project;
 pub mod recorded;
 pub mod run;
 pub mod settings;
+pub mod stage_deltas;
 pub mod summary;
 
 pub use error::EngineError;

@@ -255,9 +255,79 @@ pub fn comparison_report(c: &Comparison) -> String {
             out.push_str(&format!("  {line}\n"));
         }
     }
+    out.push_str(&stage_deltas_text(c));
     out.push_str(&decisions_block(&c.decisions));
     out.push_str(&format!("Gate: {}\n", gate_text(c)));
     out.push_str(&format!("Cases: oloproof inspect {}\n", c.id));
+    out
+}
+
+/// The heading of a comparison's stage deltas.
+pub const STAGE_DELTAS_HEADING: &str =
+    "Pipeline stages, baseline → candidate (shared cases; descriptive, not decisions)";
+
+/// A signed difference with `digits` decimals, never a signed zero: `+0.4`, `-1.2`, `+0.0`.
+pub fn delta(x: f64, digits: usize) -> String {
+    let text = format!("{x:+.digits$}");
+    let zero = format!("{:+.digits$}", 0.0);
+    let negative_zero = format!("{:+.digits$}", -0.0);
+    if text == negative_zero {
+        zero
+    } else {
+        text
+    }
+}
+
+/// Per stage latency p50/p95 and per ranking stage recall@k, each `baseline → candidate
+/// (Δ)`, one line per stage, as the text and HTML reports show them.
+pub fn stage_delta_lines(c: &Comparison) -> Vec<(String, String)> {
+    let Some(st) = &c.stages else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for l in &st.latency {
+        let [b50, b95] = l.baseline_ms;
+        let [c50, c95] = l.candidate_ms;
+        out.push((
+            format!("latency {}", l.stage),
+            format!(
+                "p50 {b50:.1} → {c50:.1} ms ({}) · p95 {b95:.1} → {c95:.1} ms ({}) · {} paired",
+                delta(c50 - b50, 1),
+                delta(c95 - b95, 1),
+                l.paired
+            ),
+        ));
+    }
+    for r in &st.recall {
+        out.push((
+            format!("recall@{} {}", r.k, r.stage),
+            format!(
+                "{:.3} → {:.3} ({}) · {} paired",
+                r.baseline,
+                r.candidate,
+                delta(r.candidate - r.baseline, 3),
+                r.paired
+            ),
+        ));
+    }
+    out
+}
+
+/// The stage deltas block of `oloproof compare`; empty unless both runs recorded pipelines.
+pub fn stage_deltas_text(c: &Comparison) -> String {
+    let lines = stage_delta_lines(c);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let width = lines
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = format!("{STAGE_DELTAS_HEADING}\n");
+    for (k, v) in lines {
+        out.push_str(&format!("  {k:width$}  {v}\n"));
+    }
     out
 }
 

@@ -78,6 +78,16 @@ ol.candidates del{color:#8a919c}
 ol.candidates .why{color:#b4232a;font-size:12px;margin-left:6px}
 ol.candidates .text{color:#5b6472;font-size:12px;margin-left:2.5em}
 .muted{color:#5b6472}.small-text{font-size:12px}
+.flow{border-left:3px solid #2f6fde;padding:4px 0 4px 10px;margin:8px 0}
+.flow-line{margin:4px 0 8px}.flow-stage{font-family:ui-monospace,monospace;background:#eef0f4;padding:1px 6px;border-radius:3px}
+.flow .arrow{color:#5b6472}
+.flow .stages{display:grid;grid-template-columns:repeat(auto-fill,minmax(260px,1fr));gap:8px}
+.flow .stage{background:#fafbfc;border:1px solid #e6e8ec;border-radius:4px;padding:6px 8px}
+.flow h4{font-size:13px;margin:0 0 4px}.flow .fact{font-weight:400;color:#5b6472;font-size:12px;margin-left:4px}
+.flow .note{font-size:12px;font-family:ui-monospace,monospace;word-break:break-word}
+.flow .lanepos{color:#5b6472;font-size:12px}
+.move.up{color:#1f7a44;font-weight:600}.move.down{color:#b4232a;font-weight:600}.move.same{color:#5b6472}
+.stage-latency{margin-top:8px}
 ";
 
 /// The document shell around `body`.
@@ -285,7 +295,9 @@ pub fn slices_section(summary: &RunSummary) -> String {
     out
 }
 
-/// Stage latency p50/p95/p99 as bars and a table. Empty when no stage was timed.
+/// Stage latency p50/p95/p99 as bars and a table. Empty when no stage was timed. A pipeline's
+/// stages (a run that timed `rewrite`, `fuse` or `rerank`) are listed in pipeline order
+/// (`oloproof_core::trace::LATENCY_STAGES`); a two-stage run's in name order, as always.
 pub fn latency_section(summary: &RunSummary) -> String {
     if summary.latency_ms.is_empty() {
         return String::new();
@@ -293,7 +305,21 @@ pub fn latency_section(summary: &RunSummary) -> String {
     let mut out = String::from("<h2>Stage latency</h2>\n");
     let mut bars = Vec::new();
     let mut rows = Vec::new();
-    for (stage, p) in &summary.latency_ms {
+    let mut stages: Vec<(&String, &oloproof_core::summary::Percentiles)> =
+        summary.latency_ms.iter().collect();
+    let pipeline = ["rewrite", "fuse", "rerank"]
+        .iter()
+        .any(|s| summary.latency_ms.contains_key(*s));
+    if pipeline {
+        let rank = |s: &str| {
+            oloproof_core::trace::LATENCY_STAGES
+                .iter()
+                .position(|x| *x == s)
+                .unwrap_or(usize::MAX)
+        };
+        stages.sort_by_key(|(s, _)| rank(s));
+    }
+    for (stage, p) in stages {
         for (name, v) in [("p50", p.p50), ("p95", p.p95), ("p99", p.p99)] {
             bars.push(Bar {
                 label: format!("{stage} {name}"),
@@ -536,6 +562,7 @@ pub fn case_html(
         .filter(|r| r.grade >= 1.0)
         .map(|r| r.doc_id.as_str())
         .collect();
+    out.push_str(&crate::pipeline::flow_html(case, trace));
     if let Some(r) = &trace.retrieval {
         let _ = writeln!(
             out,
@@ -918,6 +945,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
         .map(|l| vec![l.criterion.clone(), difference_text(l)])
         .collect();
     body.push_str(&table(&["criterion", "difference"], &rows));
+    body.push_str(&stage_deltas_section(c));
     body.push_str("<h2>Decisions</h2>\n<table>\n<tr><th>decision</th><th>criterion</th><th>test</th><th>verdict</th><th>reason</th></tr>\n");
     for d in &c.decisions {
         let test = match d.kind {
@@ -956,6 +984,65 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
         body.push_str(&pairwise_section(p));
     }
     body
+}
+
+/// A comparison's per-stage deltas (latency p50/p95 per stage, recall@k per ranking stage,
+/// baseline → candidate), as tables under `<section id="stage-deltas">`; empty unless both
+/// runs recorded pipelines.
+pub fn stage_deltas_section(c: &Comparison) -> String {
+    let Some(st) = &c.stages else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<section id=\"stage-deltas\">\n<h2>{}</h2>\n",
+        escape(crate::compare::STAGE_DELTAS_HEADING)
+    );
+    let signed = crate::compare::delta;
+    if !st.latency.is_empty() {
+        let rows: Vec<Vec<String>> = st
+            .latency
+            .iter()
+            .map(|l| {
+                let ([b50, b95], [c50, c95]) = (l.baseline_ms, l.candidate_ms);
+                vec![
+                    l.stage.clone(),
+                    l.paired.to_string(),
+                    format!("{b50:.1} → {c50:.1}"),
+                    signed(c50 - b50, 1),
+                    format!("{b95:.1} → {c95:.1}"),
+                    signed(c95 - b95, 1),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "stage latency",
+                "paired",
+                "p50 ms",
+                "Δ p50",
+                "p95 ms",
+                "Δ p95",
+            ],
+            &rows,
+        ));
+    }
+    if !st.recall.is_empty() {
+        let rows: Vec<Vec<String>> = st
+            .recall
+            .iter()
+            .map(|r| {
+                vec![
+                    format!("recall@{} {}", r.k, r.stage),
+                    r.paired.to_string(),
+                    format!("{:.3} → {:.3}", r.baseline, r.candidate),
+                    signed(r.candidate - r.baseline, 3),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["ranking stage", "paired", "mean", "Δ"], &rows));
+    }
+    out.push_str("</section>\n");
+    out
 }
 
 /// The pairwise section of a comparison: the summary lines, then every case (losses, missing,

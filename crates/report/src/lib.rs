@@ -29,6 +29,7 @@ pub mod history;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod pipeline;
 pub mod svg;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -481,6 +482,7 @@ pub fn case_report(
         .filter(|r| r.grade >= 1.0)
         .map(|r| r.doc_id.as_str())
         .collect();
+    out.push_str(&pipeline::flow_text(case, trace));
     if let Some(r) = &trace.retrieval {
         out.push_str(&format!(
             "Retrieval{}: {} candidate{} at depth {}{}\n",
