@@ -29,6 +29,7 @@ pub mod case;
 pub mod comparison;
 pub mod config;
 pub mod context;
+pub mod corpus;
 pub mod dataset;
 pub mod diagnosis;
 pub mod error;

@@ -56,6 +56,7 @@ pub mod error;
 pub mod evaluators;
 pub mod execute;
 pub mod external;
+pub mod filter_check;
 pub mod gate;
 pub mod generate;
 pub mod history;

@@ -155,6 +155,12 @@ pub fn start_run(
             stderr_tail: Vec::new(),
         })
     })?;
+    crate::project::check_pipeline(config, &system)?;
+    if let Some(path) = config.options.corpus.as_deref() {
+        // Located errors before anything runs (each execution loads it again: a resumed run or
+        // a worker on another machine reads the file where it is).
+        crate::filter_check::load_corpus_file(path, &config.dir, Some(&config.source))?;
+    }
     let settings = RunSettings {
         config_path: config.path.clone(),
         config_dir: config.dir.clone(),
@@ -821,6 +827,8 @@ impl RunPlan {
             respect_leases: schedule.respect_leases,
             max_attempts: schedule.max_attempts,
         };
+        let corpus = crate::filter_check::load_corpus(settings)?;
+        let corpus = corpus.as_ref();
         let record = store.run(run_id)?;
         let total = record.case_count as u64;
         let pending = (record.case_count - record.done_count).max(0) as u64;
@@ -943,6 +951,11 @@ impl RunPlan {
                                     },
                                 )
                             };
+                            let mut trace = trace;
+                            if let Some(corpus) = corpus {
+                                trace.filter_check =
+                                    crate::filter_check::check_case(corpus, &case, &trace);
+                            }
                             let mut judgment = HitMiss::default();
                             let verdicts = judge(
                                 evaluators,
