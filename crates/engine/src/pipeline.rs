@@ -153,6 +153,9 @@ pub(crate) fn retrieve_pipeline(
             system.depth,
             candidates,
         ));
+        if raw_lists.len() > 1 {
+            pipeline.raw_query_lanes = raw_lists;
+        }
     }
     trace.latency_ms.retrieve = retrieve_ms;
     trace.cache.retrieve = Some(calls.misses == 0);

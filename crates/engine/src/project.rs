@@ -202,9 +202,12 @@ mod tests {
     fn every_registered_type_builds_from_its_minimal_entry() {
         for spec in evaluators::REGISTRY {
             let entry = match spec.name {
-                "hit_rate" | "recall" | "precision" | "mrr" | "ndcg" => {
+                "hit_rate" | "recall" | "precision" | "mrr" | "ndcg" | "rerank_uplift"
+                | "rewrite_uplift" => {
                     serde_json::json!({"type": spec.name, "k": 3})
                 }
+                "fusion_uplift" => serde_json::json!({"type": spec.name, "k": 3, "lane": "bm25"}),
+                "hop_recall" => serde_json::json!({"type": spec.name, "k": 3, "hop": 1}),
                 "abstention" => serde_json::json!({"type": spec.name, "measure": "recall"}),
                 "classifier" => serde_json::json!({"type": spec.name, "judge": "j", "label": "x"}),
                 "schema_validity" => {
@@ -272,7 +275,10 @@ pub fn check_pipeline(
         if system.stages.is_empty() {
             "the system declares none of the optional stages rewrite, fuse, rerank".to_string()
         } else {
-            format!("the system declares the stages {}", system.stages.join(", "))
+            format!(
+                "the system declares the stages {}",
+                system.stages.join(", ")
+            )
         }
     };
     if let Some(fusion) = &config.options.rag().fusion {

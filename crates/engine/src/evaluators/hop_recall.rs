@@ -30,21 +30,50 @@ use super::{excluded, verdict, EntryParser, Evaluator, EvaluatorSpec, SummaryKin
 use crate::judged::JudgeEnv;
 
 /// Which hops `hop_recall` reads: a hop number (1-based), or `cumulative` (every hop).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HopChoice {
     /// Hop `N` (with `cumulative: true`, hops `1..=N`).
     Number(usize),
-    /// Every hop the case ran.
-    Word(CumulativeWord),
+    /// Every hop the case ran (written `cumulative`).
+    Cumulative,
 }
 
-/// The word `cumulative`.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum CumulativeWord {
-    /// Every hop.
-    Cumulative,
+impl Serialize for HopChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            HopChoice::Number(n) => s.serialize_u64(*n as u64),
+            HopChoice::Cumulative => s.serialize_str("cumulative"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HopChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = HopChoice;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a hop number (1, 2, …) or `cumulative`")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<HopChoice, E> {
+                usize::try_from(v)
+                    .map(HopChoice::Number)
+                    .map_err(|_| E::custom("hop number too large"))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<HopChoice, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HopChoice, E> {
+                match v {
+                    "cumulative" => Ok(HopChoice::Cumulative),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// Options of `hop_recall`.
@@ -81,7 +110,7 @@ pub(crate) const SPEC: EvaluatorSpec = EvaluatorSpec {
             }
             (HopChoice::Number(n), false) => Hops::One(n),
             (HopChoice::Number(n), true) => Hops::Through(n),
-            (HopChoice::Word(_), _) => Hops::All,
+            (HopChoice::Cumulative, _) => Hops::All,
         };
         let suffix = match hops {
             Hops::One(n) => format!("hop_{n}"),
@@ -383,7 +412,11 @@ mod tests {
         let word = from_json(&json!({"type": "hop_recall", "k": 2, "hop": "last"}))
             .err()
             .unwrap();
-        assert!(word.to_string().contains("hop"), "{word}");
+        assert!(
+            word.to_string()
+                .contains(r#"invalid value: string "last" at evaluators[0].hop"#),
+            "{word}"
+        );
         let no_hop = from_json(&json!({"type": "hop_recall", "k": 2}))
             .err()
             .unwrap();

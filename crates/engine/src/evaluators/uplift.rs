@@ -18,9 +18,10 @@
 //! own ranking: a negative mean is a fusion worse than one of its inputs. `rewrite_uplift`
 //! compares the union of the top k of every rewrite's retrieval (each rewrite query and lane one
 //! list; seed 000 "génération multi-query : union du Recall@k obtenu avec N réécritures par
-//! rapport à une requête unique") with the raw question's top k (`pipeline.raw_query`, which
-//! the run retrieves only because this evaluator asks for it, fused across lanes as the run
-//! fuses).
+//! rapport à une requête unique") with the union of the top k of the raw question's own calls
+//! (`pipeline.raw_query_lanes`, one per lane, or `pipeline.raw_query` without lanes; the run
+//! retrieves them only because this evaluator asks for it). Both sides have the same shape, so
+//! a rewrite that returns the raw question alone scores exactly 0.
 //!
 //! Excluded: `no_rerank_stage` (no rerank ran), `no_fusion` (nothing was fused), `no_lane`
 //! (the trace has no such lane), `no_rewrite_stage` (no rewrite ran), `no_raw_query` (a trace
@@ -308,7 +309,20 @@ impl Uplift {
                 }
             }
         }
-        let raw_top: Vec<Passage> = top_units(case_labels, &raw.candidates, self.k)
+        // The raw question's side, the same shape: each lane's list apart when there are
+        // several (the one list otherwise, or the fused list of a trace recorded without them).
+        let raw_lists: Vec<&[Passage]> = if pipeline.raw_query_lanes.is_empty() {
+            vec![&raw.candidates]
+        } else {
+            pipeline
+                .raw_query_lanes
+                .iter()
+                .map(|r| r.retrieval.candidates.as_slice())
+                .collect()
+        };
+        let raw_top: Vec<Passage> = raw_lists
+            .iter()
+            .flat_map(|list| top_units(case_labels, list, self.k))
             .cloned()
             .collect();
         let found = |list: &[Passage]| -> BTreeSet<String> {
@@ -332,6 +346,7 @@ impl Uplift {
                 "union_recall": ur,
                 "raw_recall": rr,
                 "lists": lists,
+                "raw_lists": raw_lists.len(),
                 "found_only_by_rewrites": only(&by_rewrites, &by_raw),
                 "found_only_by_raw_query": only(&by_raw, &by_rewrites),
             }),
@@ -666,12 +681,32 @@ mod tests {
         });
         let v = eval(json!({"type": "rewrite_uplift", "k": 2}), &c, &t);
         assert_eq!(v.criterion, "rewrite_uplift_recall_at_2");
-        // Union of the top 2 of the four lists: {a, g1, b, g2, c} ⊇ both golds; raw top 2: g1.
+        // Union of the top 2 of the four lists: {a, g1, b, g2, c} ⊇ both golds; raw top 2 (the
+        // fused list: no per-lane calls recorded): g1.
         assert_eq!(score(&v), 0.5);
         assert_eq!(v.detail["union_recall"], json!(1.0));
         assert_eq!(v.detail["raw_recall"], json!(0.5));
         assert_eq!(v.detail["lists"], json!(4));
         assert_eq!(v.detail["found_only_by_rewrites"], json!(["g2"]));
+        // A rewrite that is the raw question alone, over two lanes: the raw side is the raw
+        // question's own calls, list for list, so the uplift is exactly 0 (the fused raw list
+        // would have lost g2 from the top 2 and shown a spurious gain).
+        let mut same = t.clone();
+        if let Some(p) = same.pipeline.as_mut() {
+            p.rewrite = Some(Rewrite {
+                queries: vec!["q".into()],
+                usage: None,
+            });
+            p.retrievals = vec![
+                call("bm25", "q", &["g1", "a"]),
+                call("tri", "q", &["g2", "b"]),
+            ];
+            p.raw_query = Some(Retrieval::new(None, 10, passages(&["a", "b", "g1", "g2"])));
+            p.raw_query_lanes = p.retrievals.clone();
+        }
+        let v = eval(json!({"type": "rewrite_uplift", "k": 2}), &c, &same);
+        assert_eq!(score(&v), 0.0, "{}", v.detail);
+        assert_eq!(v.detail["raw_lists"], json!(2));
         // Drift: the raw question finds what the rewrites lose.
         if let Some(p) = t.pipeline.as_mut() {
             p.retrievals.truncate(1);
