@@ -323,6 +323,19 @@ class Worker:
             _check_accepts(method, kwargs, "retrieve")
         result = method(input_, depth, **kwargs)
         extra = {}
+        if isinstance(result, dict):
+            try:
+                result = Retrieval(
+                    query=result.get("query"),
+                    depth=result.get("depth", depth),
+                    candidates=result.get("candidates") or (),
+                    filters=result.get("filters") or (),
+                    hops=result.get("hops") or (),
+                    usage=result.get("usage"),
+                    lane=result.get("lane"),
+                )
+            except TypeError as exc:  # pragma: no cover - dataclass arguments are all named
+                raise WorkerError("TypeError", "retrieve() returned a bad dict: %s" % exc)
         if isinstance(result, Retrieval):
             query, rdepth, candidates = result.query, result.depth, result.candidates
             if result.filters:
@@ -341,7 +354,7 @@ class Worker:
         else:
             raise WorkerError(
                 "TypeError",
-                "retrieve() must return a Retrieval or a list of Passage, got %s"
+                "retrieve() must return a Retrieval, a dict of its fields or a list of Passage, got %s"
                 % type(result).__name__,
             )
         if query is not None and not isinstance(query, str):

@@ -224,7 +224,7 @@ pub(crate) struct ShowArgs {
 }
 
 /// The interventions of `diagnose`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum InterventionArg {
     /// The gold passages replace the assembled context.
     GoldContext,
@@ -234,14 +234,45 @@ pub(crate) enum InterventionArg {
     TokenBudget,
     /// Replay the recorded candidates through `--reranker module:function`.
     Reranker,
+    /// Replay the recorded input of the rerank stage, without the rerank.
+    NoRerank,
+    /// Retrieve again with the system told to skip its metadata filters.
+    NoFilter,
+    /// Retrieve with the raw question instead of the rewrites.
+    RawQuery,
+    /// One lane's recorded ranking, no fusion (`lane=NAME`).
+    Lane(String),
+}
+
+/// The names `--intervention` takes.
+const INTERVENTIONS: &str =
+    "gold-context, top-k, token-budget, reranker, no-rerank, no-filter, raw-query, lane=NAME";
+
+/// Parses `--intervention`: a name, or `lane=NAME`.
+fn parse_intervention(text: &str) -> Result<InterventionArg, String> {
+    Ok(match text {
+        "gold-context" => InterventionArg::GoldContext,
+        "top-k" => InterventionArg::TopK,
+        "token-budget" => InterventionArg::TokenBudget,
+        "reranker" => InterventionArg::Reranker,
+        "no-rerank" => InterventionArg::NoRerank,
+        "no-filter" => InterventionArg::NoFilter,
+        "raw-query" => InterventionArg::RawQuery,
+        other => match other.strip_prefix("lane=") {
+            Some(lane) if !lane.is_empty() => InterventionArg::Lane(lane.to_string()),
+            Some(_) => return Err("`lane=NAME` needs the lane's name".into()),
+            None => return Err(format!("expected one of {INTERVENTIONS}")),
+        },
+    })
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct DiagnoseArgs {
     /// The run to diagnose (`run_…`).
     pub(crate) run_id: String,
-    /// The intervention.
-    #[arg(long, value_enum)]
+    /// The intervention: gold-context, top-k, token-budget, reranker, no-rerank, no-filter,
+    /// raw-query or lane=NAME.
+    #[arg(long, value_parser = parse_intervention)]
     pub(crate) intervention: InterventionArg,
     /// The pass/fail criterion whose failures are diagnosed.
     #[arg(long)]

@@ -515,7 +515,7 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
             ))
         })
     };
-    let kind = match args.intervention {
+    let kind = match args.intervention.clone() {
         InterventionArg::GoldContext => InterventionKind::GoldContext,
         InterventionArg::TopK => InterventionKind::TopK {
             top_k: need(args.top_k, "--top-k")?,
@@ -538,6 +538,10 @@ fn diagnose(args: DiagnoseArgs) -> Result<u8, CliError> {
                 })?;
             InterventionKind::Reranker { reranker }
         }
+        InterventionArg::NoRerank => InterventionKind::NoRerank,
+        InterventionArg::NoFilter => InterventionKind::NoFilter,
+        InterventionArg::RawQuery => InterventionKind::RawQuery,
+        InterventionArg::Lane(lane) => InterventionKind::Lane { lane },
     };
     let location = existing_store(&args.location, args.dir.as_deref())?;
     let mut progress = Progress::for_terminal();

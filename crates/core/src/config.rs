@@ -397,9 +397,21 @@ pub struct ProjectConfig {
     pub dir: PathBuf,
     /// The validated options (overrides applied).
     pub options: ProjectOptions,
+    /// The `--set key=value` overrides, in order (errors found later, against the system's
+    /// `hello`, point at the override that set a key: [`attribute`]).
+    pub overrides: Vec<String>,
 }
 
 impl ProjectConfig {
+    /// An error at `key_path` of the file, or at the `--set` override that set it.
+    pub fn error_at(&self, key_path: &str, message: impl Into<String>) -> SourceError {
+        attribute(
+            self.source.error_at(key_path, true, message),
+            &self.overrides,
+            key_path,
+        )
+    }
+
     /// Path of the recorded dataset, when the config evaluates one instead of a system.
     pub fn dataset_path(&self) -> Option<PathBuf> {
         self.options.dataset.as_ref().map(|d| self.dir.join(d))
@@ -640,6 +652,7 @@ fn load_config_inner(
         path: path.to_path_buf(),
         dir,
         options,
+        overrides: overrides.to_vec(),
     })
 }
 

@@ -197,7 +197,12 @@ mod tests {
         ];
         let excluded: Vec<bool> = queries
             .iter()
-            .map(|(filter, gold)| corpus.check(&[filter], [*gold]).all_gold_excluded().unwrap())
+            .map(|(filter, gold)| {
+                corpus
+                    .check(&[filter], [*gold])
+                    .all_gold_excluded()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(excluded, [true, false, true, false]);
         let check = corpus.check(&[&queries[0].0], ["d2"]);
@@ -207,7 +212,8 @@ mod tests {
 
     #[test]
     fn unknown_documents_and_fields_cannot_be_judged() {
-        let corpus = Corpus::parse("c", r#"{"doc_id": "D1", "metadata": {"tenant": "A"}}"#).unwrap();
+        let corpus =
+            Corpus::parse("c", r#"{"doc_id": "D1", "metadata": {"tenant": "A"}}"#).unwrap();
         let region: Filter =
             serde_json::from_value(json!({"field": "region", "op": "=", "value": "eu"})).unwrap();
         let check = corpus.check(&[&region], ["D1", "D9"]);
@@ -231,7 +237,9 @@ mod tests {
                 "corpus.jsonl:5:2"
             ]
         );
-        assert!(errors[1].message.contains("`doc_id` must be a non-empty string"));
+        assert!(errors[1]
+            .message
+            .contains("`doc_id` must be a non-empty string"));
         assert!(errors[3].message.contains("listed twice (first on line 1)"));
     }
 }

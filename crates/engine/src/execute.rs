@@ -83,6 +83,11 @@ pub struct CaseMode<'a> {
     /// Also retrieve the raw question through every lane when the system rewrites it (an
     /// evaluator compares the rewrites against it: `rewrite_uplift`).
     pub raw_query: bool,
+    /// `recorded` is the input of the system's `rerank` stage (a lane's recorded ranking,
+    /// `lane=NAME`): the rerank stage runs on it, behind its cache, unless the intervention
+    /// says `no_rerank` or the system has none. Otherwise `recorded` goes to context assembly
+    /// as it is.
+    pub rerank_recorded: bool,
 }
 
 /// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
@@ -335,6 +340,16 @@ fn run_stages(
         let through_pipeline = system.is_pipeline()
             || intervention.is_some_and(|i| i.no_filter || i.raw_query || i.lane.is_some());
         let mut retrieval = match mode.recorded {
+            Some(recorded) if mode.rerank_recorded => crate::pipeline::rerank_replayed(
+                system,
+                case,
+                source,
+                cache,
+                intervention,
+                recorded,
+                trace,
+                writes,
+            )?,
             Some(recorded) => recorded.clone(),
             None if through_pipeline => crate::pipeline::retrieve_pipeline(
                 system,

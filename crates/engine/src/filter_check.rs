@@ -10,32 +10,33 @@ use std::path::Path;
 
 use oloproof_core::case::Case;
 use oloproof_core::config::ConfigError;
+use oloproof_core::config::ProjectConfig;
 use oloproof_core::corpus::Corpus;
 use oloproof_core::pipeline::FilterCheck;
 use oloproof_core::settings::RunSettings;
-use oloproof_core::source::{SourceError, YamlDocument};
+use oloproof_core::source::SourceError;
 use oloproof_core::trace::Trace;
 
 use crate::error::EngineError;
 
 /// Reads and parses the corpus file `path` (as written in the config, relative to
-/// `config_dir`). `doc` locates a missing file at the config's `corpus:` key. Every malformed
+/// `config_dir`). `config` locates a missing file at its `corpus:` key (or the `--set` that
+/// set it). Every malformed
 /// line is reported; the error shows the first one and counts the others.
 pub fn load_corpus_file(
     path: &str,
     config_dir: &Path,
-    doc: Option<&YamlDocument>,
+    config: Option<&ProjectConfig>,
 ) -> Result<Corpus, EngineError> {
     let full = config_dir.join(path);
     let text = match std::fs::read(&full) {
         Ok(bytes) => oloproof_core::source::decode_utf8(&full.display().to_string(), bytes)
             .map_err(|e| EngineError::Config(ConfigError::Invalid(e)))?,
         Err(source) => {
-            return Err(EngineError::Config(match doc {
-                Some(doc) => {
-                    let mut err = doc.error_at(
+            return Err(EngineError::Config(match config {
+                Some(config) => {
+                    let mut err = config.error_at(
                         "corpus",
-                        true,
                         format!("cannot read the corpus file {}: {source}", full.display()),
                     );
                     err.help = Some(
@@ -54,7 +55,14 @@ pub fn load_corpus_file(
     Corpus::parse(&full.display().to_string(), &text).map_err(|errors| {
         let more = errors.len() - 1;
         let mut first: SourceError = errors.into_iter().next().unwrap_or_else(|| {
-            SourceError::at(&full.display().to_string(), &text, 1, 1, 1, "invalid corpus")
+            SourceError::at(
+                &full.display().to_string(),
+                &text,
+                1,
+                1,
+                1,
+                "invalid corpus",
+            )
         });
         if more > 0 {
             first.message = format!(

@@ -116,14 +116,9 @@ pub(crate) fn retrieve_pipeline(
                 lane: lane.as_deref(),
                 skip_filters,
             };
-            let call = retrieve_call(system, case, source, cache, request, writes)?;
-            if call.cached {
-                calls.hits += 1;
-            } else {
-                calls.misses += 1;
-                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
-            }
-            pipeline.retrievals.push(call);
+            let call = retrieve_call(system, case, source, cache, request, writes);
+            count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
+            pipeline.retrievals.push(call?);
         }
     }
     if raw_query && use_rewrite {
@@ -134,14 +129,9 @@ pub(crate) fn retrieve_pipeline(
                 lane: lane.as_deref(),
                 skip_filters,
             };
-            let call = retrieve_call(system, case, source, cache, request, writes)?;
-            if call.cached {
-                calls.hits += 1;
-            } else {
-                calls.misses += 1;
-                retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + call.latency_ms.unwrap_or(0.0));
-            }
-            raw_lists.push(call);
+            let call = retrieve_call(system, case, source, cache, request, writes);
+            count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
+            raw_lists.push(call?);
         }
         let candidates = if raw_lists.len() == 1 {
             raw_lists[0].retrieval.candidates.clone()
@@ -157,9 +147,6 @@ pub(crate) fn retrieve_pipeline(
             pipeline.raw_query_lanes = raw_lists;
         }
     }
-    trace.latency_ms.retrieve = retrieve_ms;
-    trace.cache.retrieve = Some(calls.misses == 0);
-    trace.cache.retrieve_calls = Some(calls);
 
     // 3. Each lane's own ranking, then fusion.
     if !system.lanes.is_empty() {
@@ -212,29 +199,16 @@ pub(crate) fn retrieve_pipeline(
 
     // 4. Rerank.
     if system.has_stage("rerank") && !intervention.is_some_and(|i| i.no_rerank) {
-        let key = rerank_key(system, case, &candidates);
-        let reranked = match cache.get_json::<Vec<Passage>>(layer::RERANK, &key) {
-            Some(r) => {
-                trace.cache.rerank = Some(true);
-                r
-            }
-            None => {
-                trace.cache.rerank = Some(false);
-                let started = Instant::now();
-                let r = {
-                    let _stage = tracing::debug_span!("stage", stage = "rerank").entered();
-                    source.connection()?.rerank_stage(&case.input, &candidates)
-                };
-                trace.latency_ms.rerank = Some(ms(started));
-                let (r, usage) = r?;
-                check_subset("rerank", "candidates", &r, candidates.iter())?;
-                pipeline.rerank_usage = usage;
-                if let Ok(json) = serde_json::to_string(&r) {
-                    writes.push((layer::RERANK, key, json));
-                }
-                r
-            }
-        };
+        let reranked = rerank_stage(
+            system,
+            case,
+            source,
+            cache,
+            &candidates,
+            &mut pipeline,
+            trace,
+            writes,
+        )?;
         pipeline.pre_rerank = Some(std::mem::replace(&mut candidates, reranked));
     }
 
@@ -257,6 +231,106 @@ pub(crate) fn retrieve_pipeline(
     let mut retrieval = Retrieval::new(first_query, system.depth, candidates);
     retrieval.filters = filters;
     retrieval.hops = hops;
+    trace.pipeline = Some(pipeline);
+    Ok(retrieval)
+}
+
+/// Counts one retrieve call in the trace as it is made (a failed call is a miss), so a case
+/// that fails halfway still says which calls ran.
+fn count_call(
+    trace: &mut Trace,
+    calls: &mut HitsMisses,
+    retrieve_ms: &mut Option<f64>,
+    call: Option<&LaneRetrieval>,
+) {
+    match call {
+        Some(c) if c.cached => calls.hits += 1,
+        Some(c) => {
+            calls.misses += 1;
+            *retrieve_ms = Some(retrieve_ms.unwrap_or(0.0) + c.latency_ms.unwrap_or(0.0));
+        }
+        None => calls.misses += 1,
+    }
+    trace.latency_ms.retrieve = *retrieve_ms;
+    trace.cache.retrieve = Some(calls.misses == 0);
+    trace.cache.retrieve_calls = Some(*calls);
+}
+
+/// The system's `rerank` stage on `candidates`, behind its cache (keyed by the candidates, so
+/// the same list reranked again is a hit); the reply is checked to name only candidates it was
+/// given, and its usage recorded in `pipeline`.
+#[allow(clippy::too_many_arguments)]
+fn rerank_stage(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    candidates: &[Passage],
+    pipeline: &mut Pipeline,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<Vec<Passage>, StageError> {
+    let key = rerank_key(system, case, candidates);
+    if let Some(r) = cache.get_json::<Vec<Passage>>(layer::RERANK, &key) {
+        trace.cache.rerank = Some(true);
+        return Ok(r);
+    }
+    trace.cache.rerank = Some(false);
+    let started = Instant::now();
+    let r = {
+        let _stage = tracing::debug_span!("stage", stage = "rerank").entered();
+        source.connection()?.rerank_stage(&case.input, candidates)
+    };
+    trace.latency_ms.rerank = Some(ms(started));
+    let (r, usage) = r?;
+    check_subset("rerank", "candidates", &r, candidates.iter())?;
+    pipeline.rerank_usage = usage;
+    if let Ok(json) = serde_json::to_string(&r) {
+        writes.push((layer::RERANK, key, json));
+    }
+    Ok(r)
+}
+
+/// A replayed list that enters the pipeline before its rerank stage (`lane=NAME`: the lane's
+/// recorded ranking): reranked by the system's `rerank` stage when it has one (and the
+/// intervention does not say `no_rerank`), with no retrieval call. The trace's pipeline
+/// records the replayed lane (the intervention's `lane`, when it names one) and the rerank's
+/// input; the returned list carries the replayed retrieval's predicates and hops.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rerank_replayed(
+    system: &SystemSettings,
+    case: &Case,
+    source: &mut dyn ConnectionSource,
+    cache: &CacheReader<'_>,
+    intervention: Option<&Intervention>,
+    recorded: &Retrieval,
+    trace: &mut Trace,
+    writes: &mut Vec<CacheWrite>,
+) -> Result<Retrieval, StageError> {
+    let question = crate::judged::question_of(case);
+    let mut pipeline = Pipeline {
+        question: Some(question).filter(|q| !q.is_empty()),
+        ..Pipeline::default()
+    };
+    if let Some(lane) = intervention.and_then(|i| i.lane.as_ref()) {
+        pipeline
+            .lanes
+            .insert(lane.clone(), recorded.candidates.clone());
+    }
+    let mut retrieval = recorded.clone();
+    if system.has_stage("rerank") && !intervention.is_some_and(|i| i.no_rerank) {
+        let reranked = rerank_stage(
+            system,
+            case,
+            source,
+            cache,
+            &recorded.candidates,
+            &mut pipeline,
+            trace,
+            writes,
+        )?;
+        pipeline.pre_rerank = Some(std::mem::replace(&mut retrieval.candidates, reranked));
+    }
     trace.pipeline = Some(pipeline);
     Ok(retrieval)
 }

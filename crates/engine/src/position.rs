@@ -76,7 +76,10 @@ pub fn lost_in_the_middle(
                 &parent,
                 settings,
                 &selected,
-                &recorded,
+                crate::run::Recorded {
+                    retrievals: recorded.clone(),
+                    ..Default::default()
+                },
                 observer,
             )?;
             let run = store.load_run(&child, &EngineEvaluators)?;

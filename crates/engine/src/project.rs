@@ -131,6 +131,105 @@ impl RunOverrides {
     }
 }
 
+/// The checks that need the system's `hello`: the fusion method, the fusion weights' lanes,
+/// and the lanes and stages the evaluators read ([`evaluators::Evaluator::pipeline_needs`]),
+/// against what the system declared. A part it does not declare is an error at the config key
+/// that names it, listing what the system declares (exit 2), before any case runs.
+pub fn check_pipeline(
+    config: &ProjectConfig,
+    system: &oloproof_core::settings::SystemSettings,
+) -> Result<(), crate::error::EngineError> {
+    use oloproof_core::config::FusionMethodName;
+    use oloproof_core::source::did_you_mean;
+    let invalid = |e| crate::error::EngineError::Config(ConfigError::Invalid(e));
+    let declared_lanes = || {
+        if system.lanes.is_empty() {
+            "the system declares no lanes (`lanes` in its hello, `@rag_system(lanes=[...])`)"
+                .to_string()
+        } else {
+            format!("the system declares the lanes {}", system.lanes.join(", "))
+        }
+    };
+    let declared_stages = || {
+        if system.stages.is_empty() {
+            "the system declares none of the optional stages rewrite, fuse, rerank".to_string()
+        } else {
+            format!(
+                "the system declares the stages {}",
+                system.stages.join(", ")
+            )
+        }
+    };
+    if let Some(fusion) = &config.options.rag().fusion {
+        if fusion.method == FusionMethodName::System && !system.has_stage("fuse") {
+            let mut err = config.error_at(
+                "system.rag.fusion.method",
+                "`method: system` fuses with the system's own `fuse` op, which it does not declare",
+            );
+            err.expected = Some(declared_stages());
+            err.help = Some(
+                "define fuse(input, lists) on the system, or let the host fuse: `method: rrf`"
+                    .into(),
+            );
+            return Err(invalid(err));
+        }
+        for lane in fusion.weights.iter().flat_map(|w| w.keys()) {
+            if !system.lanes.contains(lane) {
+                let mut err = config.error_at(
+                    &format!("system.rag.fusion.weights.{lane}"),
+                    format!("a weight for lane `{lane}`, which the system does not declare"),
+                );
+                err.expected = Some(declared_lanes());
+                err.help = did_you_mean(lane, system.lanes.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`?"));
+                return Err(invalid(err));
+            }
+        }
+    }
+    let built = evaluators::build_all(&config.options.evaluators)?;
+    for (i, evaluator) in built.iter().enumerate() {
+        for (need, key) in evaluator.pipeline_needs() {
+            let key_path = format!("evaluators[{i}].{key}");
+            let mut err = match &need {
+                evaluators::PipelineNeed::Lane(lane) if !system.lanes.contains(lane) => {
+                    let mut err = config.error_at(
+                        &key_path,
+                        format!(
+                            "`{}` reads lane `{lane}`, which the system does not declare",
+                            evaluator.criterion()
+                        ),
+                    );
+                    err.expected = Some(declared_lanes());
+                    err.help = did_you_mean(lane, system.lanes.iter().map(String::as_str))
+                        .map(|s| format!("did you mean `lane:{s}`?"));
+                    err
+                }
+                evaluators::PipelineNeed::Stage(stage) if !system.has_stage(stage) => {
+                    let mut err = config.error_at(
+                        &key_path,
+                        format!(
+                            "`{}` reads the `{stage}` stage, which the system does not declare",
+                            evaluator.criterion()
+                        ),
+                    );
+                    err.expected = Some(declared_stages());
+                    err
+                }
+                _ => continue,
+            };
+            if err.help.is_none() {
+                err.help = Some(
+                    "a system declares its stages in its hello `ops` and `lanes` (the Python \
+                     shim: the methods rewrite/fuse/rerank it defines, `@rag_system(lanes=...)`)"
+                        .into(),
+                );
+            }
+            return Err(invalid(err));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,108 +348,4 @@ mod tests {
                 .is_none()
         );
     }
-}
-
-/// The checks that need the system's `hello`: the fusion method, the fusion weights' lanes,
-/// and the lanes and stages the evaluators read ([`evaluators::Evaluator::pipeline_needs`]),
-/// against what the system declared. A part it does not declare is an error at the config key
-/// that names it, listing what the system declares (exit 2), before any case runs.
-pub fn check_pipeline(
-    config: &ProjectConfig,
-    system: &oloproof_core::settings::SystemSettings,
-) -> Result<(), crate::error::EngineError> {
-    use oloproof_core::config::FusionMethodName;
-    use oloproof_core::source::did_you_mean;
-    let doc = &config.source;
-    let invalid = |e| crate::error::EngineError::Config(ConfigError::Invalid(e));
-    let declared_lanes = || {
-        if system.lanes.is_empty() {
-            "the system declares no lanes (`lanes` in its hello, `@rag_system(lanes=[...])`)"
-                .to_string()
-        } else {
-            format!("the system declares the lanes {}", system.lanes.join(", "))
-        }
-    };
-    let declared_stages = || {
-        if system.stages.is_empty() {
-            "the system declares none of the optional stages rewrite, fuse, rerank".to_string()
-        } else {
-            format!(
-                "the system declares the stages {}",
-                system.stages.join(", ")
-            )
-        }
-    };
-    if let Some(fusion) = &config.options.rag().fusion {
-        if fusion.method == FusionMethodName::System && !system.has_stage("fuse") {
-            let mut err = doc.error_at(
-                "system.rag.fusion.method",
-                true,
-                "`method: system` fuses with the system's own `fuse` op, which it does not declare",
-            );
-            err.expected = Some(declared_stages());
-            err.help = Some(
-                "define fuse(input, lists) on the system, or let the host fuse: `method: rrf`"
-                    .into(),
-            );
-            return Err(invalid(err));
-        }
-        for lane in fusion.weights.iter().flat_map(|w| w.keys()) {
-            if !system.lanes.contains(lane) {
-                let mut err = doc.error_at(
-                    &format!("system.rag.fusion.weights.{lane}"),
-                    false,
-                    format!("a weight for lane `{lane}`, which the system does not declare"),
-                );
-                err.expected = Some(declared_lanes());
-                err.help = did_you_mean(lane, system.lanes.iter().map(String::as_str))
-                    .map(|s| format!("did you mean `{s}`?"));
-                return Err(invalid(err));
-            }
-        }
-    }
-    let built = evaluators::build_all(&config.options.evaluators)?;
-    for (i, evaluator) in built.iter().enumerate() {
-        for (need, key) in evaluator.pipeline_needs() {
-            let key_path = format!("evaluators[{i}].{key}");
-            let mut err = match &need {
-                evaluators::PipelineNeed::Lane(lane) if !system.lanes.contains(lane) => {
-                    let mut err = doc.error_at(
-                        &key_path,
-                        true,
-                        format!(
-                            "`{}` reads lane `{lane}`, which the system does not declare",
-                            evaluator.criterion()
-                        ),
-                    );
-                    err.expected = Some(declared_lanes());
-                    err.help = did_you_mean(lane, system.lanes.iter().map(String::as_str))
-                        .map(|s| format!("did you mean `lane:{s}`?"));
-                    err
-                }
-                evaluators::PipelineNeed::Stage(stage) if !system.has_stage(stage) => {
-                    let mut err = doc.error_at(
-                        &key_path,
-                        true,
-                        format!(
-                            "`{}` reads the `{stage}` stage, which the system does not declare",
-                            evaluator.criterion()
-                        ),
-                    );
-                    err.expected = Some(declared_stages());
-                    err
-                }
-                _ => continue,
-            };
-            if err.help.is_none() {
-                err.help = Some(
-                    "a system declares its stages in its hello `ops` and `lanes` (the Python \
-                     shim: the methods rewrite/fuse/rerank it defines, `@rag_system(lanes=...)`)"
-                        .into(),
-                );
-            }
-            return Err(invalid(err));
-        }
-    }
-    Ok(())
 }

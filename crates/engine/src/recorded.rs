@@ -99,6 +99,7 @@ pub fn start_recorded_run(
                 .iter()
                 .map(|r| (r.case.id.clone(), r.trace.clone()))
                 .collect(),
+            ..Default::default()
         },
     };
     plan.start(

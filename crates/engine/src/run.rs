@@ -159,7 +159,7 @@ pub fn start_run(
     if let Some(path) = config.options.corpus.as_deref() {
         // Located errors before anything runs (each execution loads it again: a resumed run or
         // a worker on another machine reads the file where it is).
-        crate::filter_check::load_corpus_file(path, &config.dir, Some(&config.source))?;
+        crate::filter_check::load_corpus_file(path, &config.dir, Some(config))?;
     }
     let settings = RunSettings {
         config_path: config.path.clone(),
@@ -527,6 +527,13 @@ pub(crate) struct Recorded {
     pub(crate) retrievals: std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
     /// Traces to return as they are (recorded datasets).
     pub(crate) traces: std::collections::HashMap<String, Trace>,
+    /// The replayed retrievals are the input of the system's `rerank` stage (a lane's
+    /// ranking replayed for `lane=NAME`), which runs on them; otherwise they go to context
+    /// assembly as they are.
+    pub(crate) rerank: bool,
+    /// Retrieve the raw question beside the rewrites whatever the evaluators ask (the
+    /// gold-context control of a rewriting system, for `REWRITE_DRIFT`).
+    pub(crate) raw_query: bool,
 }
 
 /// A connection started on first use and restarted by the connection itself after failures;
@@ -844,7 +851,7 @@ impl RunPlan {
         token_fields.sort();
         token_fields.dedup();
         let token_fields = &token_fields;
-        let raw_query = evaluators.iter().any(|e| e.reads_raw_query());
+        let raw_query = recorded.raw_query || evaluators.iter().any(|e| e.reads_raw_query());
         let whole_run = pending == total && !schedule.shared;
         let mut held: Vec<(usize, LoadedCase)> = Vec::new();
         let mut counts = CacheCounts::default();
@@ -948,6 +955,7 @@ impl RunPlan {
                                         reranker_judge,
                                         count_tokens_of: token_fields,
                                         raw_query,
+                                        rerank_recorded: recorded.rerank,
                                     },
                                 )
                             };

@@ -1057,7 +1057,12 @@ pub fn diagnosis_html(d: &Diagnosis, run: Option<&LoadedRun>) -> String {
         .map(|x| {
             vec![
                 x.case_id.clone(),
-                x.label.clone(),
+                if x.implicated.is_empty() {
+                    x.label.clone()
+                } else {
+                    // What the label names: predicates, lanes, rewrites, the hop.
+                    format!("{} ({})", x.label, x.implicated.join("; "))
+                },
                 x.reason.clone(),
                 x.strength.clone(),
                 x.best_relevant_position
