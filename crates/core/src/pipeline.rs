@@ -264,6 +264,11 @@ pub struct Pipeline {
     /// The raw question's own retrieval (default lane), asked only for `rewrite_uplift`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_query: Option<crate::passage::Retrieval>,
+    /// With several lanes, the raw question's retrieve call of each lane (in declared order)
+    /// that [`Pipeline::raw_query`] fuses: `rewrite_uplift` compares them list for list with
+    /// the rewrites' calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw_query_lanes: Vec<LaneRetrieval>,
 }
 
 impl Pipeline {

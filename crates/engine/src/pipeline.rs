@@ -143,6 +143,9 @@ pub(crate) fn retrieve_pipeline(
             system.depth,
             candidates,
         ));
+        if raw_lists.len() > 1 {
+            pipeline.raw_query_lanes = raw_lists;
+        }
     }
 
     // 3. Each lane's own ranking, then fusion.

@@ -301,9 +301,12 @@ mod tests {
     fn every_registered_type_builds_from_its_minimal_entry() {
         for spec in evaluators::REGISTRY {
             let entry = match spec.name {
-                "hit_rate" | "recall" | "precision" | "mrr" | "ndcg" => {
+                "hit_rate" | "recall" | "precision" | "mrr" | "ndcg" | "rerank_uplift"
+                | "rewrite_uplift" => {
                     serde_json::json!({"type": spec.name, "k": 3})
                 }
+                "fusion_uplift" => serde_json::json!({"type": spec.name, "k": 3, "lane": "bm25"}),
+                "hop_recall" => serde_json::json!({"type": spec.name, "k": 3, "hop": 1}),
                 "abstention" => serde_json::json!({"type": spec.name, "measure": "recall"}),
                 "classifier" => serde_json::json!({"type": spec.name, "judge": "j", "label": "x"}),
                 "schema_validity" => {

@@ -22,8 +22,11 @@ pub mod citation_validity;
 pub mod claim_diagnostics;
 pub mod claim_support;
 pub mod classifier;
+pub mod context_stages;
 pub mod context_utilisation;
 pub mod entity_grounding;
+pub mod filter_exclusion;
+pub mod hop_recall;
 pub mod judged;
 pub mod llm_judges;
 pub mod ragas;
@@ -32,6 +35,7 @@ pub mod ranking;
 pub mod rubrex;
 pub mod rules;
 pub mod schema_validity;
+pub mod uplift;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -166,6 +170,13 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     ranking::PRECISION,
     ranking::MRR,
     ranking::NDCG,
+    uplift::RERANK_UPLIFT,
+    uplift::FUSION_UPLIFT,
+    uplift::REWRITE_UPLIFT,
+    filter_exclusion::SPEC,
+    hop_recall::SPEC,
+    context_stages::CONTEXT_NOISE,
+    context_stages::CONTEXT_COMPRESSION,
     citation_validity::SPEC,
     llm_judges::GROUNDEDNESS_JUDGE,
     llm_judges::CITATION_SUPPORT_JUDGE,
