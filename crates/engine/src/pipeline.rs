@@ -124,6 +124,15 @@ pub(crate) fn retrieve_pipeline(
     if raw_query && use_rewrite {
         let mut raw_lists = Vec::new();
         for lane in &lanes {
+            // A rewrite that kept the raw question already retrieved it through this lane.
+            let asked = pipeline.retrievals.iter().find(|r| {
+                r.query.as_deref() == Some(question.as_str())
+                    && r.lane.as_deref() == lane.as_deref()
+            });
+            if let Some(asked) = asked {
+                raw_lists.push(asked.clone());
+                continue;
+            }
             let request = RetrieveRequest {
                 query: Some(&question),
                 lane: lane.as_deref(),
