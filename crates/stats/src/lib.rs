@@ -16,6 +16,8 @@
 //! - **Decisions** a comparison policy declares: [`non_inferiority`] and [`superiority`] read a
 //!   difference interval as a [`Decision`] — `PASS`, `FAIL` or `INSUFFICIENT_EVIDENCE` with a
 //!   [`reason`] code.
+//! - **Quantiles** (latency p95, cost p99): [`quantile_interval`], the distribution-free
+//!   order-statistic interval (scipy's `quantile_test(...).confidence_interval`).
 //! - **Display**: [`Interval::round_outward`] rounds an interval to a grid without ever
 //!   shrinking it.
 //!
@@ -61,6 +63,7 @@ pub mod pooled;
 pub mod power;
 mod proportion;
 pub mod quantile;
+mod quantile_interval;
 mod sign_test;
 mod statistic_bootstrap;
 
@@ -75,5 +78,6 @@ pub use paired::{
 };
 pub use paired_proportion::{paired_proportion_difference, PairedCounts};
 pub use proportion::{clopper_pearson, wilson};
+pub use quantile_interval::{quantile_interval, quantile_interval_min_n, QuantileInterval};
 pub use sign_test::{sign_test, win_rate_at_least, win_rate_reason, SignTest};
 pub use statistic_bootstrap::percentile_bootstrap_statistic;
