@@ -59,6 +59,7 @@ mod interval;
 mod multiple;
 mod paired;
 mod paired_proportion;
+mod paired_ratio;
 pub mod pooled;
 pub mod power;
 mod proportion;
@@ -68,7 +69,7 @@ mod sign_test;
 mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
-pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
+pub use decision::{non_inferiority, ratio_at_most, reason, superiority, Decision, Verdict3};
 pub use error::{StatsError, UnknownQuantileMethod};
 pub use grouped_bootstrap::{percentile_bootstrap_mean_grouped, MAX_GROUPED_LEVELS};
 pub use interval::Interval;
@@ -77,6 +78,7 @@ pub use paired::{
     paired_bootstrap_test, paired_t_test, randomization_test, PairedBootstrap, TestResult,
 };
 pub use paired_proportion::{paired_proportion_difference, PairedCounts};
+pub use paired_ratio::{paired_ratio, PairedRatio, RatioStatistic};
 pub use proportion::{clopper_pearson, wilson};
 pub use quantile_interval::{quantile_interval, quantile_interval_min_n, QuantileInterval};
 pub use sign_test::{sign_test, win_rate_at_least, win_rate_reason, SignTest};
