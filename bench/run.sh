@@ -9,13 +9,25 @@
 #    (retrieve + count_tokens + generate, no harness): the floor any harness pays for.
 # 2. Parallel efficiency: N_PARALLEL cases against bench/systems/sleepy (retrieve and generate
 #    each sleep 10 ms), workers: 8; compares wall time with the ideal N × 20 ms / 8.
+# 3. Pipeline overhead: the same N_OVERHEAD cases against bench/systems/instant_pipeline (a
+#    rewrite into two queries, two lanes fused by the host, a rerank: 4 retrieve calls, a
+#    rewrite and a rerank per case), workers: 2, the five evaluators plus latency and cost;
+#    a fresh run and a fully cached re-run, with their ratios to the two-stage figures of
+#    step 1 (issue 14's targets: fresh ≤ 1.5× the two-stage run, cached ≤ 2 s).
 # Prints absolute times and ratios. Not part of the test suite.
+#
+# OLOPROOF_BIN=path/to/oloproof uses that binary instead of building the release one (e.g.
+# target/ci/oloproof on a machine where only the CI profile is built).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n_over="${1:-10000}"
 n_par="${2:-2000}"
-cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
-bin="$root/target/release/oloproof"
+if [[ -n "${OLOPROOF_BIN:-}" ]]; then
+  bin="$OLOPROOF_BIN"
+else
+  cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
+  bin="$root/target/release/oloproof"
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -46,6 +58,13 @@ PY
 per_case_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$fresh" "$n_over")
 cached_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$cached" "$n_over")
 
+cp -r "$root/bench/systems/instant_pipeline" "$work/pipeline"
+cp "$work/instant/cases.jsonl" "$work/pipeline/cases.jsonl"
+pipe_fresh=$(timed "$bin" run "$work/pipeline" --no-cache --max-error-rate 1)
+pipe_cached=$(timed "$bin" run "$work/pipeline" --max-error-rate 1)
+pipe_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$pipe_fresh" "$n_over")
+pipe_cached_us=$(python3 -c "import sys; print(f'{float(sys.argv[1]) / int(sys.argv[2]) * 1e6:.0f}')" "$pipe_cached" "$n_over")
+
 cp -r "$root/bench/systems/sleepy" "$work/sleepy"
 python3 "$root/bench/gen_cases.py" "$n_par" "$work/sleepy/cases.jsonl"
 par=$(timed "$bin" run "$work/sleepy" --no-cache --max-error-rate 1)
@@ -61,3 +80,8 @@ echo "parallel efficiency ($n_par cases, 2 x 10 ms stages, workers 8)"
 echo "  oloproof run              $(secs "$par") s"
 echo "  ideal ($n_par x 20 ms / 8)   $(secs "$ideal") s"
 python3 -c "import sys; print(f'  ratio to ideal: {float(sys.argv[1]) / float(sys.argv[2]):.3f}x (target ≤ 1.15x)')" "$par" "$ideal"
+echo "pipeline overhead ($n_over cases, rewrite x2 + 2 lanes + RRF + rerank, workers 2, 7 evaluators)"
+echo "  oloproof run, fresh       $(secs "$pipe_fresh") s   ($pipe_us µs per case)"
+echo "  oloproof run, all cached  $(secs "$pipe_cached") s   ($pipe_cached_us µs per case; target ≤ 2 s)"
+python3 -c "import sys; print(f'  ratio pipeline / two-stage, fresh: {float(sys.argv[1]) / float(sys.argv[2]):.2f}x (target ≤ 1.5x)')" "$pipe_fresh" "$fresh"
+python3 -c "import sys; print(f'  ratio pipeline / two-stage, cached: {float(sys.argv[1]) / float(sys.argv[2]):.2f}x')" "$pipe_cached" "$cached"

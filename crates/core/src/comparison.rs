@@ -27,16 +27,21 @@ pub enum DecisionKind {
     /// The pairwise judge prefers the candidate's answers in at least `min_win_rate` of the
     /// decided cases (declared in the policy's `pairwise:` block, never in `decisions:`).
     PairwisePreference,
+    /// A lower-is-better criterion (latency, tokens, cost) is not more than
+    /// `max_increase_percent` % above the baseline's: the ratio candidate / baseline with a
+    /// paired bootstrap interval lies below `1 + max_increase_percent / 100`.
+    Guardrail,
 }
 
 impl DecisionKind {
-    /// `non_inferiority`, `superiority`, `no_regression`.
+    /// `non_inferiority`, `superiority`, `no_regression`, `pairwise_preference`, `guardrail`.
     pub const fn as_str(self) -> &'static str {
         match self {
             DecisionKind::NonInferiority => "non_inferiority",
             DecisionKind::Superiority => "superiority",
             DecisionKind::NoRegression => "no_regression",
             DecisionKind::PairwisePreference => "pairwise_preference",
+            DecisionKind::Guardrail => "guardrail",
         }
     }
 }
@@ -56,6 +61,10 @@ pub struct DecisionOptions {
     /// The non-inferiority margin, in points (> 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin_points: Option<f64>,
+    /// A guardrail's largest increase, in percent of the baseline's value (≥ 0; `10`: not
+    /// more than 10 % worse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_increase_percent: Option<f64>,
     /// The cases `no_regression` watches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cases: Option<Vec<String>>,
@@ -129,6 +138,9 @@ pub enum DifferenceMethod {
     TangoScore,
     /// Mean paired difference with the paired percentile bootstrap interval.
     PairedBootstrap,
+    /// A lower-is-better criterion: the ratio of the candidate's statistic (its quantile or
+    /// mean) to the baseline's, with the paired percentile bootstrap interval over cases.
+    PairedBootstrapRatio,
 }
 
 /// The paired difference of one criterion over a set of shared cases.
@@ -157,6 +169,17 @@ pub struct DifferenceLine {
     /// Pass/fail only: cases only the baseline passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regressed: Option<u64>,
+    /// Lower-is-better criteria: the candidate's statistic and the baseline's over the paired
+    /// cases (a quantile or a mean, in the criterion's unit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<[f64; 2]>,
+    /// Lower-is-better criteria: candidate / baseline of `values` (`None` with a baseline of 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// Lower-is-better criteria: the ratio's 95 % paired bootstrap interval, rounded outward
+    /// to 0.001.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_interval: Option<[f64; 2]>,
 }
 
 impl DifferenceLine {
@@ -257,6 +280,12 @@ pub struct DecisionResult {
     /// `pairwise_preference`: the smallest win rate it accepts, in points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_win_rate_points: Option<f64>,
+    /// `guardrail`: the largest increase it accepts, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_increase_percent: Option<f64>,
+    /// `guardrail`: the ratio interval it read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_interval: Option<[f64; 2]>,
     /// Evidence: the regressed or missing case ids, or the missing share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub detail: Vec<String>,

@@ -21,6 +21,69 @@ pub enum SummaryKind {
     Rate,
     /// A score: mean with a percentile bootstrap interval.
     Mean,
+    /// A per-case amount where lower is better (milliseconds, tokens, dollars): its mean with
+    /// a percentile bootstrap interval.
+    Amount,
+    /// A per-case amount where lower is better, summarised by its `q` sample quantile (numpy's
+    /// linear method) with the distribution-free order-statistic interval
+    /// (`oloproof_stats::quantile_interval`). Serialised as `{"quantile": 0.95}`.
+    Quantile(QuantileLevel),
+}
+
+impl SummaryKind {
+    /// Whether a lower value is better ([`SummaryKind::Amount`], [`SummaryKind::Quantile`]):
+    /// a gate bounds it with `max:`, a comparison guards it against an increase.
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, SummaryKind::Amount | SummaryKind::Quantile(_))
+    }
+
+    /// The quantile level of a [`SummaryKind::Quantile`].
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            SummaryKind::Quantile(q) => Some(q.get()),
+            _ => None,
+        }
+    }
+}
+
+/// A quantile level strictly between 0 and 1, held exactly to the millionth (so that kinds
+/// compare and hash exactly); read and written as the number (`0.95`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct QuantileLevel(u32);
+
+impl QuantileLevel {
+    /// `q` rounded to the millionth; `None` unless `0 < q < 1` once rounded.
+    pub fn new(q: f64) -> Option<QuantileLevel> {
+        let micros = (q * 1e6).round();
+        (q.is_finite() && (1.0..=999_999.0).contains(&micros))
+            .then_some(QuantileLevel(micros as u32))
+    }
+
+    /// The level (`0.95`).
+    pub fn get(self) -> f64 {
+        f64::from(self.0) / 1e6
+    }
+
+    /// The percentile as criterion names spell it: `p50`, `p95`, `p99`, `p99_9`.
+    pub fn label(self) -> String {
+        let percent = f64::from(self.0) / 1e4;
+        format!("p{percent}").replace('.', "_")
+    }
+}
+
+impl TryFrom<f64> for QuantileLevel {
+    type Error = String;
+    fn try_from(q: f64) -> Result<Self, String> {
+        QuantileLevel::new(q)
+            .ok_or_else(|| format!("a quantile level must lie strictly between 0 and 1, got {q}"))
+    }
+}
+
+impl From<QuantileLevel> for f64 {
+    fn from(q: QuantileLevel) -> f64 {
+        q.get()
+    }
 }
 
 /// Schema version of stored summaries.
@@ -37,8 +100,12 @@ pub struct CriterionSummary {
     pub value: Option<f64>,
     /// 95 % interval; `None` when nothing was observed.
     pub interval: Option<[f64; 2]>,
-    /// `clopper_pearson` or `percentile_bootstrap`.
+    /// `clopper_pearson`, `percentile_bootstrap` or `order_statistic`.
     pub interval_method: Option<String>,
+    /// Why a criterion with a value has no interval (a quantile of too few observations for
+    /// a distribution-free bound); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
     /// Passes (for proportions).
     pub passed: Option<u64>,
     /// Observed verdicts.

@@ -21,6 +21,15 @@
 //!   ([`oloproof_stats::paired_bootstrap_test`]; Efron and Tibshirani 1993, §16.4), seeded with the
 //!   baseline run's recorded `bootstrap.seed` and resample count.
 //!
+//! - lower-is-better amounts (latency, tokens, cost: [`SummaryKind::lower_is_better`]): no
+//!   points, but each run's statistic over the paired cases (the criterion's quantile, or its
+//!   mean) and the ratio candidate / baseline with a paired percentile bootstrap interval
+//!   ([`oloproof_stats::paired_ratio`]: the same resampled cases in both runs), rounded
+//!   outward to 0.001. A `guardrail` decision (`max_increase_percent: 10`) passes when the
+//!   ratio's upper bound lies below 1.10, fails when its lower bound lies above, and is
+//!   otherwise `INSUFFICIENT_EVIDENCE`. Cases excluded in either run (a cached stage has no
+//!   latency) are not paired. Amounts are left out of the per-case changes.
+//!
 //! **Decisions** read the *printed* (outward-rounded) interval, so the numbers a reader sees are
 //! the numbers that decided; outward rounding only ever makes a decision more cautious.
 //!
@@ -165,6 +174,18 @@ impl Policy {
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (i, d) in options.decisions.iter().enumerate() {
             let at = |key: &str| format!("decisions[{i}].{key}");
+            if d.max_increase_percent.is_some() && d.kind != DecisionKind::Guardrail {
+                let mut err = doc.error_at(
+                    &at("max_increase_percent"),
+                    false,
+                    format!(
+                        "`max_increase_percent` does not apply to a {} decision",
+                        d.kind.as_str()
+                    ),
+                );
+                err.help = Some("`max_increase_percent` is the margin of `kind: guardrail`".into());
+                return Err(err);
+            }
             if d.name.trim().is_empty() {
                 return Err(doc.error_at(&at("name"), true, "the decision name is empty"));
             }
@@ -198,6 +219,58 @@ impl Policy {
                         d.name
                     ));
                     return Err(err);
+                }
+                DecisionKind::Guardrail => {
+                    if d.criterion.is_none() {
+                        let mut err = doc.error_at(
+                            &format!("decisions[{i}]"),
+                            true,
+                            "missing key `criterion`",
+                        );
+                        err.key_path = Some(at("criterion"));
+                        err.help = Some(
+                            "add `criterion:` with the latency, tokens or cost criterion to guard"
+                                .into(),
+                        );
+                        return Err(err);
+                    }
+                    if d.cases.is_some() {
+                        return Err(misplaced(
+                            "cases",
+                            "`cases` lists the cases of a no_regression decision",
+                        ));
+                    }
+                    if d.margin_points.is_some() {
+                        return Err(misplaced(
+                            "margin_points",
+                            "a guardrail's margin is `max_increase_percent`, a share of the baseline's value",
+                        ));
+                    }
+                    match d.max_increase_percent {
+                        None => {
+                            let mut err = doc.error_at(
+                                &format!("decisions[{i}]"),
+                                true,
+                                "missing key `max_increase_percent`",
+                            );
+                            err.key_path = Some(at("max_increase_percent"));
+                            err.help = Some(
+                                "add `max_increase_percent:`, the largest increase you accept, e.g. 10 (not more than 10 % worse)"
+                                    .into(),
+                            );
+                            return Err(err);
+                        }
+                        Some(m) if !(m.is_finite() && m >= 0.0) => {
+                            let mut err = doc.error_at(
+                                &at("max_increase_percent"),
+                                true,
+                                "the largest increase must be a number of percent ≥ 0",
+                            );
+                            err.expected = Some("a number such as 10".into());
+                            return Err(err);
+                        }
+                        Some(_) => {}
+                    }
                 }
                 DecisionKind::NonInferiority | DecisionKind::Superiority => {
                     if d.criterion.is_none() {
@@ -461,6 +534,40 @@ impl Policy {
             .collect();
         for (i, d) in self.options.decisions.iter().enumerate() {
             if let Some(criterion) = &d.criterion {
+                let kind = shared.iter().find(|(c, _)| c == criterion).map(|(_, k)| *k);
+                let key = format!("decisions[{i}].kind");
+                match (d.kind, kind) {
+                    (DecisionKind::Guardrail, Some(k)) if !k.lower_is_better() => {
+                        let mut err = self.doc.error_at(
+                            &key,
+                            true,
+                            format!(
+                                "`{criterion}` is not a lower-is-better amount: a guardrail bounds the increase of latency, tokens or cost"
+                            ),
+                        );
+                        err.help = Some(
+                            "use `kind: non_inferiority` with `margin_points:` for a quality criterion".into(),
+                        );
+                        return Err(err);
+                    }
+                    (DecisionKind::NonInferiority | DecisionKind::Superiority, Some(k))
+                        if k.lower_is_better() =>
+                    {
+                        let mut err = self.doc.error_at(
+                            &key,
+                            true,
+                            format!(
+                                "`{criterion}` is lower-is-better (milliseconds, tokens or dollars): points of a difference do not apply"
+                            ),
+                        );
+                        err.help = Some(format!(
+                            "use `kind: guardrail` with `max_increase_percent: 10` (the ratio candidate / baseline of its {})",
+                            k.quantile().map_or("mean".to_string(), |q| format!("p{}", q * 100.0))
+                        ));
+                        return Err(err);
+                    }
+                    _ => {}
+                }
                 if !shared.iter().any(|(c, _)| c == criterion) {
                     let key = format!("decisions[{i}].criterion");
                     let message = if all.contains(&criterion.as_str()) {
@@ -580,6 +687,10 @@ fn shared_criteria(candidate: &LoadedRun, baseline: &LoadedRun) -> Vec<(String, 
         .filter_map(|(name, kind)| {
             let (_, other) = candidate.criteria.iter().find(|(c, _)| c == name)?;
             let kind = match (kind, other) {
+                // A lower-is-better amount keeps its kind when both runs agree on it; one
+                // summarised differently is compared as a plain mean.
+                (a, b) if a == b && a.lower_is_better() => *a,
+                (a, b) if a.lower_is_better() || b.lower_is_better() => SummaryKind::Mean,
                 (SummaryKind::Proportion, SummaryKind::Proportion) => SummaryKind::Proportion,
                 (SummaryKind::Mean, _) | (_, SummaryKind::Mean) => SummaryKind::Mean,
                 _ => SummaryKind::Rate,
@@ -624,6 +735,9 @@ fn difference(
         excluded: 0,
         improved: None,
         regressed: None,
+        values: None,
+        ratio: None,
+        ratio_interval: None,
     };
     let mut cand = Vec::new();
     let mut base = Vec::new();
@@ -639,6 +753,10 @@ fn difference(
     }
     line.paired = cand.len() as u64;
     if cand.is_empty() {
+        return line;
+    }
+    if kind.lower_is_better() {
+        ratio_line(&mut line, kind, &cand, &base, bootstrap);
         return line;
     }
     let binary = |v: &[f64]| v.iter().all(|x| *x == 0.0 || *x == 1.0);
@@ -687,6 +805,61 @@ fn difference(
         }
     }
     line
+}
+
+/// Ratio intervals are rounded outward to this step.
+const RATIO_STEP: f64 = 0.001;
+
+/// `x` on the 0.001 grid, as the nearest double to the decimal.
+fn thousandths(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The line of a lower-is-better criterion: each run's statistic over the paired cases (the
+/// kind's quantile, or the mean), their ratio candidate / baseline, and its paired percentile
+/// bootstrap interval ([`oloproof_stats::paired_ratio`], the baseline's seed and resamples),
+/// rounded outward to 0.001. No points: a difference of milliseconds is not a share.
+fn ratio_line(
+    line: &mut DifferenceLine,
+    kind: SummaryKind,
+    cand: &[f64],
+    base: &[f64],
+    bootstrap: BootstrapSettings,
+) {
+    use oloproof_stats::RatioStatistic;
+    let statistic = match kind.quantile() {
+        Some(q) => RatioStatistic::Quantile(q),
+        None => RatioStatistic::Mean,
+    };
+    let of = |v: &[f64]| match statistic {
+        RatioStatistic::Quantile(q) => oloproof_stats::quantile(v, q).ok(),
+        RatioStatistic::Mean => Some(v.iter().sum::<f64>() / v.len() as f64),
+    };
+    line.method = Some(DifferenceMethod::PairedBootstrapRatio);
+    if let (Some(c), Some(b)) = (of(cand), of(base)) {
+        line.values = Some([c, b]);
+        line.ratio = (b != 0.0).then(|| thousandths(c / b));
+    }
+    match oloproof_stats::paired_ratio(
+        cand,
+        base,
+        statistic,
+        bootstrap.resamples,
+        bootstrap.seed,
+        CONFIDENCE,
+    ) {
+        Ok(r) => match r.interval {
+            Some(ci) => {
+                let ci = ci.round_outward(RATIO_STEP);
+                line.ratio_interval = Some([thousandths(ci.lo), thousandths(ci.hi)]);
+            }
+            None => line.no_interval = Some("the baseline's value is 0: no ratio".to_string()),
+        },
+        Err(e) if e.is_insufficient_data() => {
+            line.no_interval = Some("too few pairs".to_string());
+        }
+        Err(e) => line.no_interval = Some(e.to_string()),
+    }
 }
 
 /// The differing leaves of two JSON values, as `path: baseline → candidate`.
@@ -838,6 +1011,8 @@ fn decide(
         reason: String::new(),
         interval_points: None,
         min_win_rate_points: None,
+        max_increase_percent: d.max_increase_percent,
+        ratio_interval: None,
         detail: Vec::new(),
     };
     let line_of = |c: &str| lines.iter().find(|l| l.criterion == c);
@@ -878,6 +1053,33 @@ fn decide(
                 }
                 _ => superiority(interval),
             };
+            result.verdict = decision_verdict(decision.verdict);
+            result.reason = decision.reason.to_string();
+        }
+        DecisionKind::Guardrail => {
+            let Some(line) = criteria.first().and_then(|c| line_of(c)) else {
+                result.reason = reason::NO_PAIRED_OBSERVATIONS.to_string();
+                return result;
+            };
+            result.ratio_interval = line.ratio_interval;
+            if let Some(l) = too_many_missing {
+                too_many(&mut result, l);
+                return result;
+            }
+            let Some([lo, hi]) = line.ratio_interval else {
+                result.reason = reason::NO_PAIRED_OBSERVATIONS.to_string();
+                if let Some(why) = &line.no_interval {
+                    result.detail = vec![format!("{}: {why}", line.criterion)];
+                } else if line.paired == 0 && line.excluded > 0 {
+                    result.detail = vec![format!(
+                        "{}: {} cases excluded in either run (a cached stage has no latency: measure both runs with --no-cache)",
+                        line.criterion, line.excluded
+                    )];
+                }
+                return result;
+            };
+            let limit = 1.0 + d.max_increase_percent.unwrap_or(f64::NAN) / 100.0;
+            let decision = oloproof_stats::ratio_at_most(Interval::new(lo, hi), limit);
             result.verdict = decision_verdict(decision.verdict);
             result.reason = decision.reason.to_string();
         }
@@ -1101,8 +1303,10 @@ pub fn compare_with_pairwise(
     let mut changes: Vec<CaseChange> = shared
         .iter()
         .filter_map(|s| {
+            // Amounts (latency, cost) move on every case: they are compared by their line.
             let changes: Vec<VerdictChange> = kinds
                 .iter()
+                .filter(|(_, k)| !k.lower_is_better())
                 .filter_map(|(c, _)| {
                     change(c, verdict_of(s.candidate, c), verdict_of(s.baseline, c))
                 })
@@ -1796,5 +2000,87 @@ pairwise: {judge: pj, name: preferred}
         let back: Comparison = serde_json::from_value(old).unwrap();
         assert!(back.pairwise.is_none() && back.policy.pairwise.is_none());
         assert_eq!(back.id, back.compute_id());
+    }
+
+    /// A guardrail on a quantile: the ratio of the candidate's p95 to the baseline's, paired by
+    /// case, decided on its interval; amounts stay out of the per-case changes.
+    #[test]
+    fn a_guardrail_bounds_the_ratio_of_a_quantile() {
+        let q = SummaryKind::Quantile(oloproof_core::summary::QuantileLevel::new(0.95).unwrap());
+        let ms = |scale: f64| {
+            move |i: usize| {
+                [
+                    Verdict::Pass,
+                    Verdict::score(1.0),
+                    Verdict::score(scale * (100.0 + (i % 10) as f64 * 20.0)),
+                ]
+            }
+        };
+        let timed = |id: &str, scale: f64| {
+            let mut r = run(id, 60, 40, ms(scale));
+            r.criteria[2].1 = q;
+            r
+        };
+        let base = timed("b", 1.0);
+        let p = policy(
+            "decisions:\n  - {name: p95, kind: guardrail, criterion: ndcg_at_6, max_increase_percent: 10}\n",
+        );
+        let slow = compare(&timed("c", 1.5), &base, &p).unwrap();
+        let l = line(&slow, "ndcg_at_6");
+        assert_eq!(l.method, Some(DifferenceMethod::PairedBootstrapRatio));
+        assert_eq!((l.ratio, l.ratio_interval), (Some(1.5), Some([1.5, 1.5])));
+        assert_eq!(l.estimate_points, None);
+        let [c, b] = l.values.unwrap();
+        assert!(
+            (b - 280.0).abs() < 1e-9 && (c - 420.0).abs() < 1e-9,
+            "{c} {b}"
+        );
+        assert_eq!(slow.decisions[0].verdict, DecisionVerdict::Fail);
+        assert_eq!(slow.decisions[0].reason, "ratio_above_limit");
+        assert_eq!(slow.gate, Gate::Block);
+        assert!(
+            slow.changes.is_empty(),
+            "latency moves are not verdict changes"
+        );
+        let fast = compare(&timed("c", 0.8), &base, &p).unwrap();
+        assert_eq!(fast.decisions[0].verdict, DecisionVerdict::Pass);
+        assert_eq!(fast.decisions[0].reason, "ratio_below_limit");
+        // Mixed: some cases slower, some faster; the paired interval straddles 1.10.
+        let mixed = {
+            let mut r = run("m", 60, 40, |i| {
+                let f = if i % 2 == 0 { 1.3 } else { 0.9 };
+                ms(f)(i)
+            });
+            r.criteria[2].1 = q;
+            r
+        };
+        let c = compare(&mixed, &base, &p).unwrap();
+        let [lo, hi] = line(&c, "ndcg_at_6").ratio_interval.unwrap();
+        assert!(lo < hi, "{lo} {hi}");
+        // Points do not apply to a latency; a guardrail does not apply to a pass rate.
+        let err = policy(
+            "decisions:\n  - {name: p95, kind: non_inferiority, criterion: ndcg_at_6, margin_points: 5}\n",
+        )
+        .check(&mixed, &base)
+        .unwrap_err();
+        assert!(err.message.contains("lower-is-better"), "{}", err.message);
+        let err = policy(
+            "decisions:\n  - {name: g, kind: guardrail, criterion: answer_correct, max_increase_percent: 10}\n",
+        )
+        .check(&mixed, &base)
+        .unwrap_err();
+        assert!(
+            err.message.contains("not a lower-is-better"),
+            "{}",
+            err.message
+        );
+        for (text, wanted) in [
+            ("decisions:\n  - {name: g, kind: guardrail, criterion: x}\n", "missing key `max_increase_percent`"),
+            ("decisions:\n  - {name: g, kind: guardrail, criterion: x, max_increase_percent: -1}\n", "≥ 0"),
+            ("decisions:\n  - {name: g, kind: superiority, criterion: x, max_increase_percent: 5}\n", "does not apply"),
+        ] {
+            let err = Policy::parse("compare.yaml", text).unwrap_err();
+            assert!(err.message.contains(wanted), "{text}: {}", err.message);
+        }
     }
 }

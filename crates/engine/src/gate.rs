@@ -25,6 +25,21 @@
 //! Wilson with `interval: wilson` (seed 002's SLO bound); both rounded outward to 0.1 points.
 //! Score criteria use the run summary's percentile bootstrap interval.
 //!
+//! **Lower-is-better criteria** (latency, TTFT, tokens, cost: [`SummaryKind::lower_is_better`])
+//! take `max:` only — `{criterion: latency_total_p95, max: 1500, on: upper_bound}` passes
+//! when the upper bound of the p95's distribution-free 95 % interval is at most 1,500 ms (with
+//! `on: value`, the sample p95 itself). A sample too small to have that bound (a p95 needs 72
+//! observed cases, a p99 368) fails with `no_interval`, never with the sample maximum. A
+//! quantile is not pooled over a window (refused at `window:`); a mean amount (`cost`) pools
+//! like a score. Seed 000's illustrative contract is one file:
+//!
+//! ```yaml
+//! thresholds:
+//!   - {criterion: faithfulness, min: 0.85, on: lower_bound}
+//!   - {criterion: latency_total_p95, max: 1500, on: upper_bound}
+//!   - {criterion: filter_false_exclusion, max: 0.02, on: upper_bound}
+//! ```
+//!
 //! **Windows** (`last_N_runs`, `last_N_days`) pool the gated run with the history lines of the
 //! same system before it: the last `N` runs including the gated one, or the runs less than `N`
 //! days older than it. Pass/fail criteria pool their counts (`Σ passed / Σ observed`) and get a
@@ -322,6 +337,49 @@ impl GatePolicy {
                     .map(|s| format!("did you mean `{s}`?"));
                 return Err(err);
             };
+            if c.kind.lower_is_better() {
+                if t.min.is_some() {
+                    let mut err = self.doc.error_at(
+                        &format!("thresholds[{i}].min"),
+                        false,
+                        format!(
+                            "`{}` is lower-is-better (a per-case amount: milliseconds, tokens or dollars); it is bounded from above",
+                            t.criterion
+                        ),
+                    );
+                    err.help = Some(format!(
+                        "write `max: {}` (passes at or below), with `on: upper_bound` to judge the interval's upper bound",
+                        t.min.unwrap_or_default()
+                    ));
+                    return Err(err);
+                }
+                if t.interval.is_some() {
+                    let mut err = self.doc.error_at(
+                        &format!("thresholds[{i}].interval"),
+                        false,
+                        format!("`{}` is an amount; `interval` chooses between the intervals of pass/fail criteria", t.criterion),
+                    );
+                    err.help = Some(
+                        "remove `interval`: an amount's bound is the run summary's interval (order statistics for a quantile, bootstrap for a mean)".into(),
+                    );
+                    return Err(err);
+                }
+                if let (Some(q), Some(_)) = (c.kind.quantile(), &t.window) {
+                    let mut err = self.doc.error_at(
+                        &format!("thresholds[{i}].window"),
+                        false,
+                        format!(
+                            "`{}` is a quantile (p{}): quantiles of several runs do not pool from their summaries",
+                            t.criterion,
+                            q * 100.0
+                        ),
+                    );
+                    err.help = Some(
+                        "gate the run alone (remove `window`), or run over the window's traffic as one run".into(),
+                    );
+                    return Err(err);
+                }
+            }
             if t.interval.is_some() && c.kind == SummaryKind::Mean {
                 let mut err = self.doc.error_at(
                     &format!("thresholds[{i}].interval"),
@@ -926,5 +984,100 @@ mod tests {
         assert!(p.check(&run).unwrap_err().message.contains("is a score"));
         assert_eq!(Window::parse("last_0_runs"), None);
         assert_eq!(Window::parse("last_12_days"), Some(Window::LastDays(12)));
+    }
+
+    fn p95(name: &str, value: f64, interval: Option<[f64; 2]>, n: u64) -> HistoryCriterion {
+        HistoryCriterion {
+            criterion: name.into(),
+            kind: SummaryKind::Quantile(oloproof_core::summary::QuantileLevel::new(0.95).unwrap()),
+            value: Some(value),
+            interval: interval.map(|[lower, upper]| HistoryInterval {
+                lower,
+                upper,
+                method: "order_statistic".into(),
+                level: 0.95,
+            }),
+            passed: None,
+            std_dev: Some(120.0),
+            observed: n,
+            missing: 0,
+            excluded: 0,
+            judges: Vec::new(),
+        }
+    }
+
+    /// Seed 000's illustrative contract (faithfulness ≥ 0.85, p95 latency < 1.5 s, filter
+    /// false-exclusion < 2 %) is one gate file (the CLI tests' fixture, which the example
+    /// copies), judged on the bounds it names.
+    #[test]
+    fn seed_000_contract_is_one_gate_file() {
+        let text = include_str!("../../cli/tests/fixtures/latency/seed000_gate.yaml");
+        let p = policy(text);
+        let run = |latency: HistoryCriterion, excluded_gold: u64| {
+            entry(
+                "r",
+                0,
+                "s",
+                vec![
+                    proportion("faithfulness", 186, 200, 0),
+                    latency,
+                    proportion("filter_false_exclusion", excluded_gold, 200, 0),
+                ],
+            )
+        };
+        let good = run(
+            p95("latency_total_p95", 1210.0, Some([1105.0, 1388.0]), 200),
+            0,
+        );
+        p.check(&good).unwrap();
+        let r = evaluate_gate(&p, "seed000_gate.yaml", &good, &[]);
+        assert_eq!(r.gate, Gate::Pass, "{r:?}");
+        assert_eq!(r.thresholds[1].compared, Some(1388.0));
+        assert_eq!(r.thresholds[1].reasons, vec!["at_or_below_max"]);
+        // The p95 itself is under 1.5 s but its upper bound is not: blocked.
+        let slow_tail = run(
+            p95("latency_total_p95", 1420.0, Some([1301.0, 1544.0]), 200),
+            0,
+        );
+        let r = evaluate_gate(&p, "seed000_gate.yaml", &slow_tail, &[]);
+        assert_eq!(r.gate, Gate::Block);
+        assert_eq!(r.thresholds[1].reasons, vec!["above_max"]);
+        // Too few cases for a distribution-free bound: no interval, never the sample maximum.
+        let few = run(p95("latency_total_p95", 900.0, None, 60), 0);
+        let r = evaluate_gate(&p, "seed000_gate.yaml", &few, &[]);
+        assert_eq!(r.thresholds[1].reasons, vec!["no_interval"]);
+        // One false exclusion in 200: the upper bound (2.8 %) is above 2 %.
+        let r = evaluate_gate(
+            &p,
+            "seed000_gate.yaml",
+            &run(p95("latency_total_p95", 1.0, Some([1.0, 2.0]), 200), 1),
+            &[],
+        );
+        assert_eq!(r.thresholds[2].reasons, vec!["above_max"]);
+    }
+
+    #[test]
+    fn lower_is_better_criteria_take_max_and_no_window() {
+        let run = entry(
+            "r",
+            0,
+            "s",
+            vec![p95("latency_total_p95", 1.0, Some([1.0, 2.0]), 200)],
+        );
+        let err = policy("thresholds:\n  - {criterion: latency_total_p95, min: 1500}\n")
+            .check(&run)
+            .unwrap_err();
+        assert!(err.message.contains("lower-is-better"), "{}", err.message);
+        assert_eq!(err.help.as_deref(), Some("write `max: 1500` (passes at or below), with `on: upper_bound` to judge the interval's upper bound"));
+        let err = policy(
+            "thresholds:\n  - {criterion: latency_total_p95, max: 1500, window: last_3_runs}\n",
+        )
+        .check(&run)
+        .unwrap_err();
+        assert!(err.message.contains("do not pool"), "{}", err.message);
+        let err = policy("thresholds:\n  - {criterion: latency_total_p95, max: 1500, on: upper_bound, interval: wilson}\n")
+            .check(&run)
+            .unwrap_err();
+        assert!(err.message.contains("is an amount"), "{}", err.message);
     }
 }

@@ -643,6 +643,8 @@ pub fn decide(
         reason: String::new(),
         interval_points: p.interval_points,
         min_win_rate_points: Some(min_points),
+        max_increase_percent: None,
+        ratio_interval: None,
         detail,
     };
     let total = p.cases.len() as f64;

@@ -315,6 +315,9 @@ mod tests {
                 "regex" => serde_json::json!({"type": spec.name, "must_match": "x"}),
                 "forbidden_terms" => serde_json::json!({"type": spec.name, "terms": ["x"]}),
                 "max_length" => serde_json::json!({"type": spec.name, "max": 1}),
+                "cost" => {
+                    serde_json::json!({"type": spec.name, "prices": {"m": {"input": 1.0, "output": 2.0}}})
+                }
                 _ => serde_json::json!({"type": spec.name, "judge": "j"}),
             };
             let evaluator = evaluators::from_json(&entry)

@@ -603,6 +603,10 @@ fn judge(
         .iter()
         .zip(keys.for_case(case, &exec, &content))
         .map(|(e, key)| {
+            if !e.judgment_cacheable() {
+                // It reads the run's measurements, which the key does not hold.
+                return e.evaluate(case, trace, Some(env));
+            }
             if let Some(v) = cache.get_json::<CriterionVerdict>(layer::JUDGMENT, &key) {
                 counts.record(true);
                 let mut v = CriterionVerdict {

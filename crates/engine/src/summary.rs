@@ -175,6 +175,7 @@ pub fn summarize_criterion(
         value: None,
         interval: None,
         interval_method: None,
+        no_interval: None,
         passed: None,
         observed: n,
         missing,
@@ -187,6 +188,10 @@ pub fn summarize_criterion(
         if as_proportion {
             s.passed = Some(0);
         }
+        return s;
+    }
+    if let SummaryKind::Quantile(q) = kind {
+        summarize_quantile(&mut s, &values, q.get());
         return s;
     }
     let mean = values.iter().sum::<f64>() / n as f64;
@@ -206,6 +211,33 @@ pub fn summarize_criterion(
         s.interval_method = Some("percentile_bootstrap".into());
     }
     s
+}
+
+/// A quantile criterion's value and interval: numpy's linear sample quantile (as the run's
+/// `latency_ms` percentiles) and the distribution-free order-statistic interval
+/// ([`oloproof_stats::quantile_interval`], exact coverage ≥ 95 % whatever the distribution).
+/// Both bounds or none: a sample too small to have one of them says so in `no_interval`,
+/// naming the number of observations needed, rather than showing the sample's extreme.
+fn summarize_quantile(s: &mut CriterionSummary, values: &[f64], q: f64) {
+    // The values are finite (verdict scores are) and non-empty (checked by the caller).
+    s.value = oloproof_stats::quantile(values, q).ok();
+    s.interval_method = Some("order_statistic".into());
+    match oloproof_stats::quantile_interval(values, q, CONFIDENCE) {
+        Ok(oloproof_stats::QuantileInterval {
+            lower: Some(lo),
+            upper: Some(hi),
+            ..
+        }) => s.interval = Some([lo, hi]),
+        Ok(_) => {
+            s.no_interval = Some(format!(
+                "{} observed: a distribution-free 95% interval of a p{} needs at least {}",
+                values.len(),
+                q * 100.0,
+                oloproof_stats::quantile_interval_min_n(q, CONFIDENCE)
+            ));
+        }
+        Err(e) => s.no_interval = Some(e.to_string()),
+    }
 }
 
 /// The value of slice `key` for a case.
@@ -463,5 +495,39 @@ mod tests {
         let s = summarize_criterion("recall_at_2", SummaryKind::Rate, &refs, 1, 100);
         assert_eq!(s.passed, None);
         assert_eq!(s.interval_method.as_deref(), Some("percentile_bootstrap"));
+    }
+
+    #[test]
+    fn quantile_criteria_get_the_order_statistic_interval_or_say_why_not() {
+        let kind = SummaryKind::Quantile(oloproof_core::summary::QuantileLevel::new(0.95).unwrap());
+        let mut v: Vec<Verdict> = (1..=100)
+            .map(|i| Verdict::Score {
+                value: f64::from(i),
+            })
+            .collect();
+        v.push(Verdict::Excluded {
+            reason: "cached".into(),
+        });
+        let refs: Vec<&Verdict> = v.iter().collect();
+        let s = summarize_criterion("latency_total_p95", kind, &refs, 1, 100);
+        // numpy.quantile(range(1, 101), 0.95) = 95.05; scipy's interval (90, 100).
+        assert!((s.value.unwrap() - 95.05).abs() < 1e-12);
+        assert_eq!(s.interval, Some([90.0, 100.0]));
+        assert_eq!(s.interval_method.as_deref(), Some("order_statistic"));
+        assert_eq!((s.observed, s.excluded, s.passed), (100, 1, None));
+        let few: Vec<&Verdict> = refs[..60].to_vec();
+        let s = summarize_criterion("latency_total_p95", kind, &few, 1, 100);
+        assert_eq!(s.interval, None);
+        assert_eq!(
+            s.no_interval.as_deref(),
+            Some("60 observed: a distribution-free 95% interval of a p95 needs at least 72")
+        );
+        // Every case excluded: no value, never 0.
+        let cached = [Verdict::Excluded {
+            reason: "cached".into(),
+        }];
+        let refs: Vec<&Verdict> = cached.iter().collect();
+        let s = summarize_criterion("latency_total_p95", kind, &refs, 1, 100);
+        assert_eq!((s.value, s.interval, s.excluded), (None, None, 1));
     }
 }

@@ -8,8 +8,9 @@
 //! ```
 
 use oloproof_core::comparison::{
-    CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionResult, DifferenceLine, Gate,
-    ModelSource, PairwiseCase, PairwiseComparison, PairwiseOutcome, PairwiseTally,
+    CaseChange, ChangeDirection, Comparison, DecisionKind, DecisionResult, DifferenceLine,
+    DifferenceMethod, Gate, ModelSource, PairwiseCase, PairwiseComparison, PairwiseOutcome,
+    PairwiseTally,
 };
 use serde_json::Value;
 
@@ -32,6 +33,9 @@ pub fn difference_text(line: &DifferenceLine) -> String {
         "{} paired · {} missing · {} excluded",
         line.paired, line.missing, line.excluded
     );
+    if line.method == Some(DifferenceMethod::PairedBootstrapRatio) {
+        return ratio_text(line, &counts);
+    }
     let Some(estimate) = line.estimate_points else {
         return format!("no paired observations · {counts}");
     };
@@ -41,6 +45,39 @@ pub fn difference_text(line: &DifferenceLine) -> String {
         (None, None) => "(no interval)".to_string(),
     };
     format!("{} points {interval} · {counts}", format_points(estimate))
+}
+
+/// A lower-is-better line: `×1.052 [0.981, 1.120] · 412.3 vs 391.9 · 80 paired · …`.
+fn ratio_text(line: &DifferenceLine, counts: &str) -> String {
+    let values = line
+        .values
+        .map(|[c, b]| {
+            format!(
+                " · {} vs {}",
+                crate::format_amount(c),
+                crate::format_amount(b)
+            )
+        })
+        .unwrap_or_default();
+    let ratio = match line.ratio {
+        Some(r) => format!("×{r:.3}"),
+        None => "no ratio".to_string(),
+    };
+    let interval = match (line.ratio_interval, &line.no_interval) {
+        (Some([lo, hi]), _) => format!("[{lo:.3}, {hi:.3}]"),
+        (None, Some(why)) => format!("(no interval: {why})"),
+        (None, None) => "(no interval)".to_string(),
+    };
+    format!("{ratio} {interval}{values} · {counts}")
+}
+
+/// A guardrail's test: `guardrail, at most +10.0% (ratio below 1.100)`.
+pub fn guardrail_test(d: &DecisionResult) -> String {
+    let m = d.max_increase_percent.unwrap_or(f64::NAN);
+    format!(
+        "guardrail, at most +{m:.1}% (ratio below {:.3})",
+        1.0 + m / 100.0
+    )
 }
 
 fn listed(ids: &[String]) -> String {
@@ -82,6 +119,7 @@ fn decision_test(d: &DecisionResult) -> String {
         DecisionKind::Superiority => "superiority".to_string(),
         DecisionKind::NoRegression => format!("no regression on {}", listed(&d.cases)),
         DecisionKind::PairwisePreference => pairwise_test(d),
+        DecisionKind::Guardrail => guardrail_test(d),
     }
 }
 
@@ -624,7 +662,44 @@ mod tests {
             excluded: 0,
             improved: None,
             regressed: None,
+            values: None,
+            ratio: None,
+            ratio_interval: None,
         }
+    }
+
+    #[test]
+    fn a_ratio_line_and_a_guardrail() {
+        let l = DifferenceLine {
+            criterion: "latency_total_p95".into(),
+            method: Some(DifferenceMethod::PairedBootstrapRatio),
+            values: Some([412.3, 391.9]),
+            ratio: Some(1.052),
+            ratio_interval: Some([0.981, 1.12]),
+            ..line(None, None)
+        };
+        assert_eq!(
+            difference_text(&l),
+            "×1.052 [0.981, 1.120] · 412.3 vs 391.9 · 13 paired · 0 missing · 0 excluded"
+        );
+        let d = DecisionResult {
+            name: "p95".into(),
+            kind: DecisionKind::Guardrail,
+            criteria: vec!["latency_total_p95".into()],
+            margin_points: None,
+            cases: vec![],
+            verdict: DecisionVerdict::InsufficientEvidence,
+            reason: "ratio_overlaps_limit".into(),
+            interval_points: None,
+            min_win_rate_points: None,
+            max_increase_percent: Some(10.0),
+            ratio_interval: Some([0.981, 1.12]),
+            detail: vec![],
+        };
+        assert_eq!(
+            guardrail_test(&d),
+            "guardrail, at most +10.0% (ratio below 1.100)"
+        );
     }
 
     #[test]
@@ -657,6 +732,8 @@ mod tests {
             reason: "interval_overlaps_margin".into(),
             interval_points: Some([-22.9, 22.9]),
             min_win_rate_points: None,
+            max_increase_percent: None,
+            ratio_interval: None,
             detail: vec![],
         };
         let block = decisions_block(&[

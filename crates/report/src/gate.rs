@@ -19,13 +19,15 @@ fn percent(kind: Option<SummaryKind>) -> bool {
 }
 
 /// A threshold or value in the criterion's unit: `60.0%` for pass/fail criteria and rates,
-/// `0.600` for scores.
+/// `0.600` for scores, four significant digits for amounts (`1500`, `42.50`).
 pub fn threshold_text(kind: Option<SummaryKind>, x: f64) -> String {
     if !x.is_finite() {
         return "undefined".to_string();
     }
     if percent(kind) {
         format_proportion(x)
+    } else if kind.is_some_and(SummaryKind::lower_is_better) {
+        crate::format_amount(x)
     } else {
         format!("{x:.3}")
     }
@@ -54,9 +56,12 @@ fn interval_text(r: &ThresholdResult) -> String {
 }
 
 fn counts_text(r: &ThresholdResult) -> String {
-    let head = match r.passed {
-        Some(k) => format!("{k} / {} observed", r.observed),
-        None => format!("mean of {} observed", r.observed),
+    let head = match (r.passed, r.kind) {
+        (Some(k), _) => format!("{k} / {} observed", r.observed),
+        (None, Some(SummaryKind::Quantile(q))) => {
+            format!("{} of {} observed", q.label(), r.observed)
+        }
+        (None, _) => format!("mean of {} observed", r.observed),
     };
     format!("{head} · {} missing · {} excluded", r.missing, r.excluded)
 }

@@ -899,6 +899,10 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
     let forest: Vec<IntervalRow> = c
         .criteria
         .iter()
+        // Ratio lines (latency, cost) are not points: they are in the table below.
+        .filter(|line| {
+            line.method != Some(oloproof_core::comparison::DifferenceMethod::PairedBootstrapRatio)
+        })
         .map(|line| {
             let decisions: Vec<&oloproof_core::comparison::DecisionResult> = c
                 .decisions
@@ -958,6 +962,7 @@ pub fn comparison_overview(c: &Comparison, candidate: Option<&LoadedRun>) -> Str
             DecisionKind::Superiority => "superiority".into(),
             DecisionKind::NoRegression => format!("no regression on {}", d.cases.join(", ")),
             DecisionKind::PairwisePreference => crate::compare::pairwise_test(d),
+            DecisionKind::Guardrail => crate::compare::guardrail_test(d),
         };
         let reason = if d.detail.is_empty() {
             d.reason.clone()

@@ -52,11 +52,31 @@ fn shown_as_percent(s: &CriterionSummary) -> bool {
     matches!(s.kind, SummaryKind::Proportion | SummaryKind::Rate)
 }
 
+/// An amount (milliseconds, tokens, dollars) to four significant digits, at most: `1500`,
+/// `42.50`, `0.0001230`.
+///
+/// ```
+/// use oloproof_report::format_amount;
+/// assert_eq!(format_amount(1500.0), "1500");
+/// assert_eq!(format_amount(42.5), "42.50");
+/// assert_eq!(format_amount(0.000123), "0.0001230");
+/// assert_eq!(format_amount(0.0), "0");
+/// ```
+pub fn format_amount(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let magnitude = x.abs().log10().floor() as i64;
+    let decimals = (3 - magnitude).clamp(0, 12) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// The value cell.
 pub fn value_cell(s: &CriterionSummary) -> String {
     match s.value {
         None => "—".to_string(),
         Some(v) if shown_as_percent(s) => format_proportion(v),
+        Some(v) if s.kind.lower_is_better() => format_amount(v),
         Some(v) => format!("{v:.3}"),
     }
 }
@@ -64,19 +84,25 @@ pub fn value_cell(s: &CriterionSummary) -> String {
 /// The interval cell.
 pub fn interval_cell(s: &CriterionSummary) -> String {
     match s.interval {
+        None if s.no_interval.is_some() && s.value.is_some() => "(too few cases)".to_string(),
         None => "—".to_string(),
         Some([lo, hi]) if shown_as_percent(s) => {
             format!("[{}, {}]", format_proportion(lo), format_proportion(hi))
+        }
+        Some([lo, hi]) if s.kind.lower_is_better() => {
+            format!("[{}, {}]", format_amount(lo), format_amount(hi))
         }
         Some([lo, hi]) => format!("[{lo:.3}, {hi:.3}]"),
     }
 }
 
-/// The counts cell: `9 / 13 observed · 0 missing · 0 excluded` or `mean of 13 observed · …`.
+/// The counts cell: `9 / 13 observed · 0 missing · 0 excluded`, `mean of 13 observed · …`, or
+/// `p95 of 13 observed · …`.
 pub fn counts_cell(s: &CriterionSummary) -> String {
-    let head = match s.passed {
-        Some(k) => format!("{k} / {} observed", s.observed),
-        None => format!("mean of {} observed", s.observed),
+    let head = match (s.passed, s.kind) {
+        (Some(k), _) => format!("{k} / {} observed", s.observed),
+        (None, SummaryKind::Quantile(q)) => format!("{} of {} observed", q.label(), s.observed),
+        (None, _) => format!("mean of {} observed", s.observed),
     };
     format!("{head} · {} missing · {} excluded", s.missing, s.excluded)
 }

@@ -142,9 +142,13 @@ pub fn comparison_markdown(c: &Comparison) -> String {
             cell(&d.criteria.join(", ")),
             d.margin_points
                 .map(|m| format!("{m:.1}"))
+                .or_else(|| d.max_increase_percent.map(|m| format!("+{m:.1}%")))
                 .unwrap_or_else(|| "—".into()),
             d.interval_points
                 .map(|[lo, hi]| format!("[{}, {}]", format_points(lo), format_points(hi)))
+                .or_else(|| d
+                    .ratio_interval
+                    .map(|[lo, hi]| format!("×[{lo:.3}, {hi:.3}]")))
                 .unwrap_or_else(|| "—".into()),
             d.verdict.as_str(),
             cell(&d.reason)

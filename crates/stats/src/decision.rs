@@ -37,6 +37,12 @@ pub mod reason {
     pub const INTERVAL_BELOW_ZERO: &str = "interval_below_zero";
     /// Superiority: the interval contains 0 (or a bound is NaN).
     pub const INTERVAL_OVERLAPS_ZERO: &str = "interval_overlaps_zero";
+    /// Guardrail: the ratio's interval lies strictly below the largest ratio allowed.
+    pub const RATIO_BELOW_LIMIT: &str = "ratio_below_limit";
+    /// Guardrail: the ratio's interval lies strictly above the largest ratio allowed.
+    pub const RATIO_ABOVE_LIMIT: &str = "ratio_above_limit";
+    /// Guardrail: the ratio's interval contains the largest ratio allowed (or a bound is NaN).
+    pub const RATIO_OVERLAPS_LIMIT: &str = "ratio_overlaps_limit";
 }
 
 /// The three outcomes of a decision.
@@ -119,6 +125,42 @@ pub fn non_inferiority(interval: crate::Interval, margin: f64) -> Decision {
             reason::INTERVAL_OVERLAPS_MARGIN,
         ],
     )
+}
+
+/// A guardrail on a lower-is-better amount (latency, cost): is the ratio candidate / baseline
+/// below `limit` (`1.10` for "not more than 10 % worse")? The same one-sided rule as
+/// [`non_inferiority`], read off an interval for the ratio:
+///
+/// ```text
+/// hi < limit           PASS                    ratio_below_limit
+/// lo > limit           FAIL                    ratio_above_limit
+/// otherwise            INSUFFICIENT_EVIDENCE   ratio_overlaps_limit
+/// ```
+///
+/// ```
+/// use oloproof_stats::{ratio_at_most, Interval, Verdict3};
+///
+/// assert_eq!(ratio_at_most(Interval::new(0.92, 1.04), 1.10).verdict, Verdict3::Pass);
+/// assert_eq!(ratio_at_most(Interval::new(1.31, 1.62), 1.10).reason, "ratio_above_limit");
+/// assert_eq!(ratio_at_most(Interval::new(0.95, 1.25), 1.10).verdict, Verdict3::InsufficientEvidence);
+/// ```
+pub fn ratio_at_most(interval: crate::Interval, limit: f64) -> Decision {
+    if interval.hi < limit {
+        Decision {
+            verdict: Verdict3::Pass,
+            reason: reason::RATIO_BELOW_LIMIT,
+        }
+    } else if interval.lo > limit {
+        Decision {
+            verdict: Verdict3::Fail,
+            reason: reason::RATIO_ABOVE_LIMIT,
+        }
+    } else {
+        Decision {
+            verdict: Verdict3::InsufficientEvidence,
+            reason: reason::RATIO_OVERLAPS_LIMIT,
+        }
+    }
 }
 
 /// Superiority of the candidate: is the difference candidate − baseline above 0?

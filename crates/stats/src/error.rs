@@ -56,6 +56,12 @@ pub enum StatsError {
     /// The cells of a table of counts add up to more than `u64::MAX`.
     #[error("the counts add up to more than 2^64 - 1")]
     CountOverflow,
+    /// A quantile level is not strictly between 0 and 1.
+    #[error("quantile level must be strictly between 0 and 1, got {q}")]
+    InvalidQuantile {
+        /// The rejected level.
+        q: f64,
+    },
 }
 
 impl StatsError {

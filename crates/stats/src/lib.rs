@@ -16,6 +16,8 @@
 //! - **Decisions** a comparison policy declares: [`non_inferiority`] and [`superiority`] read a
 //!   difference interval as a [`Decision`] — `PASS`, `FAIL` or `INSUFFICIENT_EVIDENCE` with a
 //!   [`reason`] code.
+//! - **Quantiles** (latency p95, cost p99): [`quantile_interval`], the distribution-free
+//!   order-statistic interval (scipy's `quantile_test(...).confidence_interval`).
 //! - **Display**: [`Interval::round_outward`] rounds an interval to a grid without ever
 //!   shrinking it.
 //!
@@ -57,15 +59,17 @@ mod interval;
 mod multiple;
 mod paired;
 mod paired_proportion;
+mod paired_ratio;
 pub mod pooled;
 pub mod power;
 mod proportion;
 pub mod quantile;
+mod quantile_interval;
 mod sign_test;
 mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
-pub use decision::{non_inferiority, reason, superiority, Decision, Verdict3};
+pub use decision::{non_inferiority, ratio_at_most, reason, superiority, Decision, Verdict3};
 pub use error::{StatsError, UnknownQuantileMethod};
 pub use grouped_bootstrap::{percentile_bootstrap_mean_grouped, MAX_GROUPED_LEVELS};
 pub use interval::Interval;
@@ -74,6 +78,8 @@ pub use paired::{
     paired_bootstrap_test, paired_t_test, randomization_test, PairedBootstrap, TestResult,
 };
 pub use paired_proportion::{paired_proportion_difference, PairedCounts};
+pub use paired_ratio::{paired_ratio, PairedRatio, RatioStatistic};
 pub use proportion::{clopper_pearson, wilson};
+pub use quantile_interval::{quantile_interval, quantile_interval_min_n, QuantileInterval};
 pub use sign_test::{sign_test, win_rate_at_least, win_rate_reason, SignTest};
 pub use statistic_bootstrap::percentile_bootstrap_statistic;

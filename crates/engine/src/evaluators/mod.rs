@@ -29,6 +29,7 @@ pub mod filter_exclusion;
 pub mod hop_recall;
 pub mod judged;
 pub mod llm_judges;
+pub mod measured;
 pub mod ragas;
 pub mod ragas_non_llm;
 pub mod ranking;
@@ -112,6 +113,12 @@ pub trait Evaluator: Send + Sync {
     /// question too, when the system rewrites it (`rewrite_uplift`).
     fn reads_raw_query(&self) -> bool {
         false
+    }
+    /// Whether its verdicts may be served from and stored in the judgment cache (default
+    /// `true`). `false` for an evaluator reading what the run measured (latency, cache use),
+    /// which the judgment key does not hold: it is evaluated afresh on every run.
+    fn judgment_cacheable(&self) -> bool {
+        true
     }
     /// The most judge calls, embedding requests and input tokens it makes on `case`, for
     /// `run --dry-run`; `None` when it calls no judge.
@@ -224,6 +231,10 @@ pub const REGISTRY: &[EvaluatorSpec] = &[
     ragas_non_llm::ROUGE_SCORE,
     ragas_non_llm::EXACT_MATCH,
     ragas_non_llm::STRING_PRESENCE,
+    measured::LATENCY,
+    measured::TTFT,
+    measured::TOKENS,
+    measured::COST,
 ];
 
 /// The evaluator type names, in registry order.
@@ -252,6 +263,9 @@ pub struct EntryParser<'a> {
     pub dir: Option<&'a Path>,
     /// The judges declared under `judges:`; `None` when not checked (a stored run).
     pub judges: Option<&'a BTreeMap<String, Value>>,
+    /// The system's `prices:` (`system.rag.prices`), for `cost`; `None` without any, and for
+    /// a stored run (whose `cost` entries hold the prices they were built with).
+    pub prices: Option<&'a BTreeMap<String, oloproof_core::config::Price>>,
 }
 
 impl EntryParser<'_> {
@@ -391,6 +405,7 @@ pub fn validate(
             key_path: format!("evaluators[{i}]"),
             dir: Some(dir),
             judges: Some(&options.judges),
+            prices: options.system.as_ref().and_then(|s| s.rag.prices.as_ref()),
         };
         let evaluator = build(&parser)?;
         if let Some(prev) = seen.insert(evaluator.criterion().to_string(), i) {
@@ -441,6 +456,7 @@ pub fn build_all(
                 key_path: format!("evaluators[{i}]"),
                 dir: None,
                 judges: None,
+                prices: None,
             };
             build(&parser).map_err(|e| {
                 let at = e.key_path.map(|k| format!(" at {k}")).unwrap_or_default();
