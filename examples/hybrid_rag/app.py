@@ -257,12 +257,13 @@ class HybridRag:
 
     def generate(self, input, context):
         # The question's last clause says what is asked ("…, and what is its refund window?").
-        asked = set(words(input["question"]))
-        clause = set(words(input["question"].rsplit(",", 1)[-1]))
+        # Codes compare without their hyphens (ERR4012 is ERR-4012).
+        asked = {w.replace("-", "") for w in words(input["question"])}
+        clause = {w.replace("-", "") for w in words(input["question"].rsplit(",", 1)[-1])}
         best, best_doc, best_overlap = "", None, (0, 0)
         for p in context:
             for sentence in _SENTENCE_END.split(p.text or ""):
-                found = set(words(sentence))
+                found = {w.replace("-", "") for w in words(sentence)}
                 overlap = (len(asked & found) + len(clause & found), len(clause & found))
                 if overlap > best_overlap:
                     best, best_doc, best_overlap = sentence, p.doc_id, overlap
