@@ -12,8 +12,11 @@
 //!   `usage` (`{model, input_tokens, output_tokens}`) and `ttft_ms`, `pipeline` (the trace's
 //!   [`crate::pipeline::Pipeline`] as stored: `question`, `rewrite`, every lane `retrievals`,
 //!   `lanes`, `fused`, `pre_rerank`, `rerank_usage`, `raw_query`) and `latency_ms` (per stage:
-//!   `rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens`, `generate`). [`trace_record_of`]
-//!   writes one (`oloproof export --format trace`), so recorded traffic brings every stage.
+//!   `rewrite`, `retrieve`, `fuse`, `rerank`, `count_tokens`, `generate`, and `total`: the whole
+//!   request as production timed it). Imported or collected traffic adds `production`
+//!   ([`crate::production::Production`]: trace id, timestamp, source, feedback, the fields the
+//!   source did not carry, the first error). [`trace_record_of`] writes one (`oloproof export
+//!   --format trace`), so recorded traffic brings every stage.
 //!
 //! Every record becomes a [`Case`] and a [`Trace`]. A retrieved context without an id gets the
 //! stable id [`stable_id`] (`ctx-` + the first 12 hex digits of the sha256 of its text), so
@@ -160,6 +163,7 @@ pub const TRACE_KEYS: &[&str] = &[
     "ttft_ms",
     "pipeline",
     "latency_ms",
+    "production",
 ];
 
 /// Keys of a trace record's `retrieval` (the fields of [`Retrieval`]).
@@ -1279,6 +1283,7 @@ fn trace_record(
             if let Some((stage, ms)) = l
                 .stages()
                 .into_iter()
+                .chain(l.total.map(|ms| ("total", ms)))
                 .find(|(_, ms)| !ms.is_finite() || *ms < 0.0)
             {
                 let mut err = at(
@@ -1350,7 +1355,12 @@ fn trace_record(
         ],
         at,
     )?;
+    let production: Option<crate::production::Production> = match obj.get("production") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(typed(v, "production", at)?),
+    };
     let mut trace = Trace::new(&id);
+    trace.production = production;
     trace.retrieval = candidates;
     trace.pipeline = pipeline;
     trace.context = context;
@@ -1515,10 +1525,16 @@ pub fn trace_record_of(case: &Case, trace: &Trace) -> Value {
             serde_json::to_value(p).unwrap_or(Value::Null),
         );
     }
-    if !trace.latency_ms.stages().is_empty() {
+    if !trace.latency_ms.stages().is_empty() || trace.latency_ms.total.is_some() {
         record.insert(
             "latency_ms".into(),
             serde_json::to_value(&trace.latency_ms).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(p) = &trace.production {
+        record.insert(
+            "production".into(),
+            serde_json::to_value(p).unwrap_or(Value::Null),
         );
     }
     Value::Object(record)

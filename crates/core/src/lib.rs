@@ -40,6 +40,7 @@ pub mod identity;
 pub mod passage;
 pub mod pipeline;
 pub mod position;
+pub mod production;
 pub mod run;
 pub mod settings;
 pub mod source;

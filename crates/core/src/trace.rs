@@ -96,6 +96,10 @@ pub struct StageLatency {
     /// `rerank` (the stage, or the `reranker` intervention).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<f64>,
+    /// The whole request as production recorded it (the root span's duration), which may
+    /// exceed the sum of the stages; absent from runs, where `total` is that sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
 }
 
 impl StageLatency {
@@ -125,6 +129,9 @@ impl StageLatency {
             "count_tokens" => self.count_tokens,
             "generate" => self.generate,
             "total" => {
+                if self.total.is_some() {
+                    return self.total;
+                }
                 let stages = self.stages();
                 (!stages.is_empty()).then(|| stages.iter().map(|s| s.1).sum())
             }
@@ -254,6 +261,9 @@ pub struct Trace {
     /// cache layer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<OutputTokens>,
+    /// What production recorded beside the trace (imported or collected traffic only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub production: Option<crate::production::Production>,
 }
 
 impl Trace {
@@ -274,6 +284,7 @@ impl Trace {
             claims: None,
             filter_check: None,
             output_tokens: None,
+            production: None,
         }
     }
 
