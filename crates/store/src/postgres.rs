@@ -606,48 +606,101 @@ impl RunStore for PgStore {
     ) -> StoreResult<Vec<bool>> {
         let encoded = crate::encode_results(results)?;
         let now = now_ms();
+        // The batch as columns: every statement below takes whole arrays (`unnest`), so a
+        // batch costs four round trips whatever its size, not nine a case.
+        let case_ids: Vec<&str> = results.iter().map(|r| r.case_id).collect();
+        let attempts: Vec<i64> = results.iter().map(|r| r.attempt).collect();
+        let traces: Vec<&str> = encoded.iter().map(|e| e.trace_json.as_str()).collect();
+        let uses: Vec<&str> = encoded.iter().map(|e| e.cache_use_json.as_str()).collect();
         self.run_op(Some(run_id), |c| {
             let mut tx = c.transaction()?;
-            let update = tx.prepare(
-                "UPDATE run_cases SET state = 'done', trace_json = $4, lease_until = NULL, cache_use_json = $6
-                  WHERE run_id = $1 AND case_id = $2 AND attempt = $3 AND state = 'pending'
-                    AND lease_holder = $5",
-            )?;
-            let already = tx.prepare(
-                "SELECT 1 FROM run_cases WHERE run_id = $1 AND case_id = $2 AND attempt = $3
-                    AND state = 'done' AND lease_holder = $4",
-            )?;
-            let verdict = tx.prepare(
-                "INSERT INTO verdicts(run_id, case_id, criterion, verdict_json) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (run_id, case_id, criterion) DO UPDATE SET verdict_json = EXCLUDED.verdict_json",
-            )?;
-            let cache = tx.prepare(
-                "INSERT INTO cache(layer, key, value, created_ms) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (layer, key) DO NOTHING",
-            )?;
-            let mut written = Vec::with_capacity(results.len());
-            for (result, enc) in results.iter().zip(&encoded) {
-                let updated = tx.execute(
-                    &update,
-                    &[&run_id.as_str(), &result.case_id, &result.attempt, &enc.trace_json, &worker.as_str(), &enc.cache_use_json],
-                )?;
-                if updated == 0 {
-                    let done = tx
-                        .query_opt(&already, &[&run_id.as_str(), &result.case_id, &result.attempt, &worker.as_str()])?
-                        .is_some();
-                    written.push(done);
-                    continue;
-                }
-                written.push(true);
-                for (criterion, json) in &enc.verdicts {
-                    tx.execute(&verdict, &[&run_id.as_str(), &result.case_id, criterion, json])?;
-                }
-                for (layer, key, value) in result.cache {
-                    tx.execute(&cache, &[&layer.as_str(), key, value, &now])?;
+            // Guarded by the attempt and the lease holder: a worker that lost its lease
+            // writes nothing.
+            let updated: std::collections::HashSet<String> = tx
+                .query(
+                    "UPDATE run_cases c
+                        SET state = 'done', trace_json = u.trace_json, lease_until = NULL,
+                            cache_use_json = u.cache_use_json
+                       FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])
+                            AS u(case_id, attempt, trace_json, cache_use_json)
+                      WHERE c.run_id = $1 AND c.case_id = u.case_id AND c.attempt = u.attempt
+                        AND c.state = 'pending' AND c.lease_holder = $6
+                  RETURNING c.case_id",
+                    &[&run_id.as_str(), &case_ids, &attempts, &traces, &uses, &worker.as_str()],
+                )?
+                .iter()
+                .map(|r| r.try_get::<_, String>(0))
+                .collect::<Result<_, _>>()?;
+            // A case not updated may already be ours (a completion retried after its commit
+            // was lost with the connection): that counts as written.
+            let stale: Vec<usize> = (0..results.len())
+                .filter(|&i| !updated.contains(results[i].case_id))
+                .collect();
+            let mut already = std::collections::HashSet::new();
+            if !stale.is_empty() {
+                let ids: Vec<&str> = stale.iter().map(|&i| results[i].case_id).collect();
+                let atts: Vec<i64> = stale.iter().map(|&i| results[i].attempt).collect();
+                for r in tx.query(
+                    "SELECT c.case_id FROM run_cases c
+                       JOIN unnest($2::text[], $3::bigint[]) AS u(case_id, attempt)
+                         ON c.case_id = u.case_id AND c.attempt = u.attempt
+                      WHERE c.run_id = $1 AND c.state = 'done' AND c.lease_holder = $4",
+                    &[&run_id.as_str(), &ids, &atts, &worker.as_str()],
+                )? {
+                    already.insert(r.try_get::<_, String>(0)?);
                 }
             }
+            // Verdicts and cache entries of the cases this call recorded, in one statement
+            // each; a (case, criterion) pair written twice in a batch keeps the last verdict,
+            // as row-by-row upserts did.
+            let mut verdict_at: std::collections::HashMap<(&str, &str), usize> =
+                std::collections::HashMap::new();
+            let (mut v_case, mut v_criterion, mut v_json) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut k_layer, mut k_key, mut k_value) = (Vec::new(), Vec::new(), Vec::new());
+            for (result, enc) in results.iter().zip(&encoded) {
+                if !updated.contains(result.case_id) {
+                    continue;
+                }
+                for (criterion, json) in &enc.verdicts {
+                    match verdict_at.get(&(result.case_id, criterion.as_str())) {
+                        Some(&i) => v_json[i] = json.as_str(),
+                        None => {
+                            verdict_at.insert((result.case_id, criterion.as_str()), v_json.len());
+                            v_case.push(result.case_id);
+                            v_criterion.push(criterion.as_str());
+                            v_json.push(json.as_str());
+                        }
+                    }
+                }
+                for (layer, key, value) in result.cache {
+                    k_layer.push(layer.as_str());
+                    k_key.push(key.as_str());
+                    k_value.push(value.as_str());
+                }
+            }
+            if !v_case.is_empty() {
+                tx.execute(
+                    "INSERT INTO verdicts(run_id, case_id, criterion, verdict_json)
+                     SELECT $1, u.case_id, u.criterion, u.verdict_json
+                       FROM unnest($2::text[], $3::text[], $4::text[]) AS u(case_id, criterion, verdict_json)
+                     ON CONFLICT (run_id, case_id, criterion) DO UPDATE SET verdict_json = EXCLUDED.verdict_json",
+                    &[&run_id.as_str(), &v_case, &v_criterion, &v_json],
+                )?;
+            }
+            if !k_key.is_empty() {
+                tx.execute(
+                    "INSERT INTO cache(layer, key, value, created_ms)
+                     SELECT u.layer, u.key, u.value, $4
+                       FROM unnest($1::text[], $2::text[], $3::text[]) AS u(layer, key, value)
+                     ON CONFLICT (layer, key) DO NOTHING",
+                    &[&k_layer, &k_key, &k_value, &now],
+                )?;
+            }
             tx.commit()?;
-            Ok(written)
+            Ok(results
+                .iter()
+                .map(|r| updated.contains(r.case_id) || already.contains(r.case_id))
+                .collect())
         })
     }
 
@@ -813,17 +866,22 @@ impl CacheStore for PgStore {
     }
 
     fn put_cache_entries(&mut self, entries: &[CacheEntry]) -> StoreResult<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
         self.run_op(None, |c| {
-            let mut tx = c.transaction()?;
-            let stmt = tx.prepare(
-                "INSERT INTO cache(layer, key, value, created_ms) VALUES ($1, $2, $3, $4)
+            let layers: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
+            let keys: Vec<&str> = entries.iter().map(|e| e.1.as_str()).collect();
+            let values: Vec<&str> = entries.iter().map(|e| e.2.as_str()).collect();
+            // One statement for the whole list (an implicit transaction).
+            c.execute(
+                "INSERT INTO cache(layer, key, value, created_ms)
+                 SELECT u.layer, u.key, u.value, $4
+                   FROM unnest($1::text[], $2::text[], $3::text[]) AS u(layer, key, value)
                  ON CONFLICT (layer, key) DO NOTHING",
+                &[&layers, &keys, &values, &now],
             )?;
-            for (layer, key, value) in entries {
-                tx.execute(&stmt, &[&layer.as_str(), key, value, &now])?;
-            }
-            tx.commit()?;
             Ok(())
         })
     }
