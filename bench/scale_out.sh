@@ -8,13 +8,18 @@
 #   bench/scale_out.sh [N_CASES=2000] [SLEEP_S=0.05]
 #
 # Starts its own Postgres through scripts/postgres-test (stopped at the end). Not part of the
-# test suite; run it on a quiet machine.
+# test suite; run it on a quiet machine. OLOPROOF_BIN=path/to/oloproof uses that binary instead of
+# building the release one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-2000}"
 sleep_s="${2:-0.05}"
-cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
-bin="$root/target/release/oloproof"
+if [[ -n "${OLOPROOF_BIN:-}" ]]; then
+  bin="$OLOPROOF_BIN"
+else
+  cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
+  bin="$root/target/release/oloproof"
+fi
 work="$(mktemp -d)"
 eval "$("$root/scripts/postgres-test" start)"
 trap '"$root/scripts/postgres-test" stop "$OLOPROOF_TEST_POSTGRES_DIR"; rm -rf "$work"' EXIT
@@ -68,7 +73,7 @@ print(f"  sqlite   {s:.2f} s ({s / n * 1e6:.0f} us per case)")
 print(f"  postgres {p:.2f} s ({p / n * 1e6:.0f} us per case), {p / s:.2f}x sqlite (target <= 2x)")
 PY
 
-echo "claims per second (pgbench, the claim statement of the Postgres store, batch 100, 60 s)"
+echo "claims per second (pgbench, the claim statement of the Postgres store, batch 100, 20 s each)"
 url=$(db claims)
 id=$("$bin" run "$work/instant" --store "$url" --detach 2>/dev/null)
 # Enough pending cases for the whole measurement: the run's cases re-opened after each claim.
