@@ -25,6 +25,7 @@ then ``sysconfig``'s scripts folder), else ``$OLOPROOF_BIN``, else ``oloproof`` 
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ __all__ = [
     "Run",
     "Criterion",
     "Bound",
+    "NoBound",
     "Case",
     "Verdict",
     "GateResult",
@@ -409,13 +411,65 @@ def compare(
 
 
 def _fmt(value: Optional[float]) -> str:
-    return "—" if value is None else "%.3f" % value
+    return "—" if value is None or isinstance(value, NoBound) else "%.3f" % value
+
+
+# --- the binary's table cells (crates/report/src/lib.rs: value_cell, interval_cell, counts_cell),
+# formatted the same way so that a row here reads as the row `oloproof run` printed.
+
+
+def _proportion(x: float) -> str:
+    """``format_proportion``: ``0.6923…`` → ``69.2%``."""
+    return "%.1f%%" % (x * 100.0)
+
+
+def _amount(x: float) -> str:
+    """``format_amount``: four significant digits at most (``1500``, ``42.50``, ``0.0001230``)."""
+    if x == 0.0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    if not math.isfinite(x):
+        return "NaN" if x != x else ("inf" if x > 0 else "-inf")
+    magnitude = math.floor(math.log10(abs(x)))
+    decimals = min(max(3 - magnitude, 0), 12)
+    return "%.*f" % (decimals, x)
+
+
+def _quantile_label(q: float) -> str:
+    """``QuantileLevel::label``: ``0.95`` → ``p95``, ``0.999`` → ``p99_9``."""
+    percent = round(q * 1e6) / 1e4
+    text = ("%d" % percent) if percent == int(percent) else repr(percent)
+    return ("p" + text).replace(".", "_")
+
+
+class _Kind:
+    """A summary kind as the binary writes it: ``proportion``, ``rate``, ``mean``, ``amount``
+    or ``{"quantile": 0.95}``."""
+
+    def __init__(self, kind: Any):
+        self.quantile: Optional[float] = kind.get("quantile") if isinstance(kind, dict) else None
+        self.name: str = "quantile" if self.quantile is not None else str(kind or "")
+
+    @property
+    def percent(self) -> bool:
+        return self.name in ("proportion", "rate")
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.name in ("amount", "quantile")
+
+    def number(self, x: float) -> str:
+        if self.percent:
+            return _proportion(x)
+        if self.lower_is_better:
+            return _amount(x)
+        return "%.3f" % x
 
 
 class Bound(float):
-    """An interval bound (a ``float``) that knows its criterion, so that a failed
-    ``assert run["faithfulness"].lower >= 0.8`` prints the criterion's table row under the
-    pytest plugin (``pytest_assertrepr_compare``)."""
+    """A criterion's value or an interval bound (a ``float``) that knows its criterion, so that
+    a failed ``assert run["faithfulness"].lower >= 0.8`` (or ``.value``, ``.upper``) prints the
+    criterion's table row under the pytest plugin (``pytest_assertrepr_compare``). ``side`` is
+    ``value``, ``lower`` or ``upper``."""
 
     criterion: "Criterion"
     side: str
@@ -433,25 +487,77 @@ class Bound(float):
         return (float, (float(self),))
 
 
+class NoBound:
+    """A value or bound the run does not have (no interval for too few cases, no value when
+    every case was excluded or missing): equal to ``None`` and false, and every ordering
+    comparison with it is false — so ``assert run["x"].lower >= 0.8`` fails, and under the
+    pytest plugin says why with the criterion's table row, instead of raising ``TypeError``.
+    ``float()`` of it raises ``ValueError`` naming the criterion."""
+
+    __slots__ = ("criterion", "side")
+
+    def __init__(self, criterion: "Criterion", side: str):
+        self.criterion = criterion
+        self.side = side
+
+    def reason(self) -> str:
+        """Why there is no number: the binary's ``no_interval`` reason, or the counts."""
+        c = self.criterion
+        if self.side != "value" and c.data.get("no_interval"):
+            return "no interval: %s" % c.data["no_interval"]
+        if c.data.get("value") is None:
+            return "no value: %d observed · %d missing · %d excluded" % (
+                c.observed, c.missing, c.excluded)
+        return "no interval"
+
+    def __eq__(self, other) -> bool:
+        return other is None or isinstance(other, NoBound)
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(None)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def _never(self, other) -> bool:
+        return False
+
+    __lt__ = __le__ = __gt__ = __ge__ = _never
+
+    def __float__(self) -> float:
+        raise ValueError("%s of %s: %s" % (self.side, self.criterion.name, self.reason()))
+
+    def __repr__(self) -> str:
+        return "None"
+
+
 class Criterion:
     """One criterion of a run summary: ``value``, its ``interval`` (``lower``, ``upper``,
     ``method``) and the counts ``observed`` / ``missing`` / ``excluded`` (plus ``passed`` for
-    pass/fail criteria). ``repr`` is the metric table row. ``data`` is the binary's object."""
+    pass/fail criteria). ``value``, ``lower`` and ``upper`` are :class:`Bound` floats, or a
+    :class:`NoBound` (equal to ``None``) when the run has none. ``repr`` is the metric table
+    row. ``data`` is the binary's object."""
 
     def __init__(self, data: Mapping[str, Any], run: Optional["Run"] = None):
         self.data = dict(data)
         self._run = run
         self.name: str = data["criterion"]
         self.kind: str = data.get("kind", "")
-        self.value: Optional[float] = data.get("value")
         interval = data.get("interval") or [None, None]
         self.method: Optional[str] = data.get("interval_method")
         self.passed: Optional[int] = data.get("passed")
         self.observed: int = data.get("observed", 0)
         self.missing: int = data.get("missing", 0)
         self.excluded: int = data.get("excluded", 0)
-        self.lower = None if interval[0] is None else Bound(interval[0], self, "lower")
-        self.upper = None if interval[1] is None else Bound(interval[1], self, "upper")
+        self.value = self._bound(data.get("value"), "value")
+        self.lower = self._bound(interval[0], "lower")
+        self.upper = self._bound(interval[1], "upper")
+
+    def _bound(self, x: Optional[float], side: str):
+        return NoBound(self, side) if x is None else Bound(x, self, side)
 
     @property
     def interval(self) -> Tuple[Optional[float], Optional[float]]:
@@ -476,23 +582,34 @@ class Criterion:
         return [c.id for c in self._run.cases() if c.verdicts.get(self.name) is not None
                 and c.verdicts[self.name].status in ("fail", "missing")]
 
-    def row(self) -> str:
-        """The metric table row: criterion, value, interval and method, counts."""
-        counts = "%d observed · %d missing · %d excluded" % (
-            self.observed,
-            self.missing,
-            self.excluded,
-        )
+    def cells(self) -> List[str]:
+        """The four cells of this criterion's row in the binary's metric table (``criterion``,
+        ``value``, ``95% interval``, ``counts``), formatted as the binary formats them:
+        ``['answer_correct', '69.2%', '[38.5%, 91.0%]', '9 / 13 observed · 0 missing · 0
+        excluded']``."""
+        kind = _Kind(self.data.get("kind"))
+        value = self.data.get("value")
+        interval = self.data.get("interval")
+        value_cell = "—" if value is None else kind.number(value)
+        if interval is None:
+            interval_cell = (
+                "(too few cases)" if self.data.get("no_interval") and value is not None else "—"
+            )
+        else:
+            interval_cell = "[%s, %s]" % (kind.number(interval[0]), kind.number(interval[1]))
         if self.passed is not None:
-            counts = "%d/%d passed · %s" % (self.passed, self.observed, counts)
-        return "%s  %s  [%s, %s] %s  %s" % (
-            self.name,
-            _fmt(self.value),
-            _fmt(self.lower),
-            _fmt(self.upper),
-            self.method or "",
-            counts,
-        )
+            head = "%d / %d observed" % (self.passed, self.observed)
+        elif kind.quantile is not None:
+            head = "%s of %d observed" % (_quantile_label(kind.quantile), self.observed)
+        else:
+            head = "mean of %d observed" % self.observed
+        counts = "%s · %d missing · %d excluded" % (head, self.missing, self.excluded)
+        return [self.name, value_cell, interval_cell, counts]
+
+    def row(self) -> str:
+        """The metric table row as ``oloproof run`` prints it, without the padding:
+        ``│ answer_correct │ 69.2% │ [38.5%, 91.0%] │ 9 / 13 observed · 0 missing · 0 excluded │``."""
+        return "│ %s │" % " │ ".join(self.cells())
 
     def __repr__(self) -> str:
         return "<Criterion %s>" % self.row()

@@ -18,8 +18,10 @@ and ``--oloproof-set KEY=VALUE`` are overrides of :func:`oloproof.run`. Each dis
 overrides) runs once per session, and a failed run (a :class:`~oloproof.ConfigError` or
 :class:`~oloproof.RunError`) fails every test that uses it with the binary's message, once run.
 
-A failed assertion says why in oloproof's terms: a comparison with an interval bound prints
-the criterion's metric table row and its failing case ids (``pytest_assertrepr_compare``), and a
+A failed assertion says why in oloproof's terms: a comparison with a criterion's value or an
+interval bound (``run["x"].value``, ``.lower``, ``.upper``; a missing one compares false rather
+than raising ``TypeError``) prints the criterion's metric table row, as ``oloproof run`` prints
+it, and its failing case ids (``pytest_assertrepr_compare``), and a
 gate or a comparison that was false during the test adds an "oloproof" section with the gate
 decision, every threshold or decision, the failed criteria's rows and their failing case ids.
 """
@@ -165,14 +167,24 @@ def _case_lines(criterion: "api.Criterion", limit: int = 10) -> List[str]:
         return ["cases unavailable: %s" % exc]
 
 
+def _described(side: Any) -> str:
+    if isinstance(side, api.NoBound):
+        return "None (%s)" % side.reason()
+    return repr(side)
+
+
 def pytest_assertrepr_compare(config, op, left, right) -> Optional[List[str]]:
-    """``run["x"].lower >= 0.8``: the bound, the criterion's table row, its failing cases."""
-    bound = left if isinstance(left, api.Bound) else right if isinstance(right, api.Bound) else None
+    """``run["x"].lower >= 0.8`` (or ``.value``, ``.upper``; also when the run has no such
+    number): the comparison, the criterion's table row as the binary prints it, its failing
+    cases (or lowest scores)."""
+    kinds = (api.Bound, api.NoBound)
+    bound = left if isinstance(left, kinds) else right if isinstance(right, kinds) else None
     if bound is None:
         return None
     criterion = bound.criterion
+    what = "value" if bound.side == "value" else "%s bound" % bound.side
     return [
-        "%s bound of %s: %r %s %r" % (bound.side, criterion.name, left, op, right),
+        "%s of %s: %s %s %s" % (what, criterion.name, _described(left), op, _described(right)),
         criterion.row(),
     ] + _case_lines(criterion)
 

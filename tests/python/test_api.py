@@ -46,10 +46,10 @@ def test_a_run_is_the_binarys_summary(project):
     assert answer.interval == (0.385, 0.91)
     assert answer.method == "clopper_pearson"
     assert answer.lower == 0.385 and isinstance(answer.lower, api.Bound)
-    assert answer.row() == (
-        "answer_correct  0.692  [0.385, 0.910] clopper_pearson  "
-        "9/13 passed · 13 observed · 0 missing · 0 excluded"
-    )
+    assert isinstance(answer.value, api.Bound) and answer.value.side == "value"
+    # The row is the binary's own: the cells of the table `oloproof run` prints.
+    assert answer.row() == "│ answer_correct │ 69.2% │ [38.5%, 91.0%] │ 9 / 13 observed · 0 missing · 0 excluded │"
+    assert run["ndcg_at_6"].cells() == ["ndcg_at_6", "0.866", "[0.684, 1.000]", "mean of 13 observed · 0 missing · 0 excluded"]
     assert list(run.criteria) == [
         "answer_correct",
         "hit_rate_at_2",
@@ -108,6 +108,25 @@ def test_the_gate_is_a_result_and_says_why(project):
     passing = dir / "pass.yaml"
     passing.write_text("thresholds:\n  - {criterion: answer_correct, min: 0.6}\n")
     assert run.gate(passing)
+
+
+def test_a_bad_policy_is_a_located_config_error(project):
+    dir = project("support_rag")
+    run = oloproof.run(dir, sample=3)
+    bad = dir / "bad.yaml"
+    bad.write_text("thresholds:\n  - {criterion: answer_correct, mni: 0.6}\n")
+    for call in (lambda: oloproof.gate(run, bad), lambda: run.gate("bad.yaml")):
+        with pytest.raises(oloproof.ConfigError) as err:
+            call()
+        assert err.value.exit_code == 2
+        assert "bad.yaml:2:" in err.value.message, err.value.message
+        assert "mni" in err.value.message
+    with pytest.raises(oloproof.ConfigError) as err:
+        oloproof.compare(run, run, bad)
+    assert err.value.exit_code == 2 and "bad.yaml" in err.value.message, err.value.message
+    with pytest.raises(oloproof.ConfigError) as err:
+        oloproof.gate(run, dir / "missing.yaml")
+    assert "missing.yaml" in err.value.message
 
 
 def test_compare_two_runs(project):

@@ -118,6 +118,30 @@ def test_a_chat_model_and_the_default_prompt_or_documents():
         staged_system(store().as_retriever(), RunnableLambda(from_documents), llm=model, name="lc", version="1")
 
 
+def test_a_prompt_and_a_chat_model_are_chained_for_you():
+    # prompt= + llm=: the adapter builds `prompt | llm | StrOutputParser()`; the prompt sees
+    # the host's context and the question, the model's message comes back as text.
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Only from:\n{context}"), ("human", "Q: {question} ({lang})")]
+    )
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="Invoices go to billing [kb-03].")]))
+    System = staged_system(store().as_retriever(), name="lc", version="1", llm=model, prompt=prompt)
+    context = context_of([Passage("kb-03", 0.4, DOCS[2][1])])
+    out = System().generate({"question": "Where do invoices go?", "lang": "en"}, context)
+    assert out == {"answer": "Invoices go to billing [kb-03].", "citations": ["kb-03"]}
+    # What the model was sent: the prompt, filled.
+    seen = []
+    spy = RunnableLambda(lambda value: seen.append(value) or value)
+    model = FakeListChatModel(responses=["ok [kb-03]"])
+    System = staged_system(store().as_retriever(), name="lc", version="1", llm=spy | model, prompt=prompt)
+    System().generate({"question": "Where do invoices go?", "lang": "fr"}, context)
+    messages = seen[0].to_messages()
+    assert messages[0].content == "Only from:\n[kb-03] %s" % DOCS[2][1]
+    assert messages[1].content == "Q: Where do invoices go? (fr)"
+    with pytest.raises(TypeError, match="not both"):
+        staged_system(store().as_retriever(), RunnableLambda(lambda x: "a"), prompt=prompt, name="lc", version="1")
+
+
 def test_an_answer_that_is_not_text_is_an_error():
     System = staged_system(store().as_retriever(), RunnableLambda(lambda x: 42), name="lc", version="1")
     with pytest.raises(AdapterError, match="returned int, not text"):

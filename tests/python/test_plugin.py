@@ -65,7 +65,7 @@ def test_a_failing_project_says_why(pytester, project):
             "*- oloproof -*",
             "Gate: BLOCK (gate.yaml)",
             "  answer_correct lower_bound 0.385 min 0.600 FAIL (below_min)",
-            "  answer_correct  0.692  ?0.385, 0.910? clopper_pearson  9/13 passed*",
+            "  │ answer_correct │ 69.2% │ ?38.5%, 91.0%? │ 9 / 13 observed · 0 missing · 0 excluded │",
             "    failing cases: money_back, refund_review, seat_count, security_review",
         ]
     )
@@ -73,7 +73,7 @@ def test_a_failing_project_says_why(pytester, project):
         [
             # a bound: the comparison, the metric table row, the failing case ids
             "E  *assert lower bound of answer_correct: 0.385 >= 0.6",
-            "E  *answer_correct  0.692  ?0.385, 0.910? clopper_pearson  9/13 passed · 13 observed · 0 missing · 0 excluded",
+            "E  *│ answer_correct │ 69.2% │ ?38.5%, 91.0%? │ 9 / 13 observed · 0 missing · 0 excluded │",
             "E  *failing cases: money_back, refund_review, seat_count, security_review",
         ]
     )
@@ -81,10 +81,51 @@ def test_a_failing_project_says_why(pytester, project):
         [
             # a score has no failing cases: its lowest ones
             "E  *assert lower bound of ndcg_at_6: 0.684* >= 0.9",
-            "E  *ndcg_at_6  0.866  ?0.684, 1.000? percentile_bootstrap  13 observed*",
+            "E  *│ ndcg_at_6 │ 0.866 │ ?0.684, 1.000? │ mean of 13 observed · 0 missing · 0 excluded │",
             "E  *lowest cases: money_back 0.000, refund_review 0.631, security_review 0.631, *",
         ]
     )
+
+
+def test_a_value_and_a_missing_bound_fail_with_the_row(pytester, project):
+    dir = project("support_rag")
+    # A p95 latency of 13 cases has no distribution-free interval (it needs 59): `.lower` is
+    # no number, and comparing it fails with the row instead of raising TypeError.
+    config = dir / "oloproof.yaml"
+    config.write_text(config.read_text().replace(
+        "  - {type: citation_validity}\n", "  - {type: citation_validity}\n  - {type: latency}\n"))
+    pytester.makeini("[pytest]\noloproof_project = %s\n" % dir)
+    pytester.makepyfile(
+        test_quality="""
+        def test_value(oloproof_run):
+            assert oloproof_run["answer_correct"].value >= 0.8
+
+        def test_no_interval(oloproof_run):
+            assert oloproof_run["latency_total_p95"].lower >= 0.8
+
+        def test_no_interval_is_none(oloproof_run):
+            assert oloproof_run["latency_total_p95"].lower == None  # noqa: E711
+            assert oloproof_run["latency_total_p95"].upper is not None  # a NoBound, not None
+            assert not oloproof_run["latency_total_p95"].lower
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E  *assert value of answer_correct: 0.692* >= 0.8",
+            "E  *│ answer_correct │ 69.2% │ ?38.5%, 91.0%? │ 9 / 13 observed · 0 missing · 0 excluded │",
+            "E  *failing cases: money_back, refund_review, seat_count, security_review",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "E  *assert lower bound of latency_total_p95: None (no interval: 13 observed: a distribution-free"
+            " 95% interval of a p95 needs at least *) >= 0.8",
+            "E  *│ latency_total_p95 │ * │ (too few cases) │ p95 of 13 observed · 0 missing · 0 excluded │",
+        ]
+    )
+    assert "TypeError" not in result.stdout.str()
 
 
 def test_a_marker_names_the_project_and_its_overrides(pytester, project):

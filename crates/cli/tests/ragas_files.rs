@@ -1,13 +1,18 @@
-//! `run --dataset` on the files Ragas writes, as they are (fixtures made by the real pandas,
-//! numpy, pyarrow and ragas==0.4.3: `tests/datasets/make_ragas_exports.py`): a
-//! `result.to_pandas().to_csv()` export with Python list reprs and score columns, the same with
-//! numpy array reprs, pandas JSON orients, amnesty_qa's columnar JSON, Parquet; and the bad
-//! input around them: a broken list cell (located, the other rows load up to
+//! `run --dataset` on the files Ragas writes, as they are (fixtures written by the real
+//! writers: `ragas.evaluate()` then `result.to_pandas()` through pandas' `to_csv` / `to_json`,
+//! `json.dump` of its records and Ragas' `LocalJSONLBackend` (both with Python's bare `NaN`),
+//! `datasets.Dataset.to_parquet`; `EvaluationDataset.to_csv` / `to_jsonl` /
+//! `to_hf_dataset().to_parquet()`; a Parquet round trip giving numpy array reprs, and numpy 2
+//! scalar lists; amnesty_qa's columnar JSON: `tests/datasets/make_ragas_exports.py`); and the
+//! bad input around them: a broken list cell (located, the other rows load up to
 //! `--max-error-rate`), too many broken rows, a multi-turn sample, unknown keys.
 //!
-//! The score columns `bleu_score`, `rouge_score(mode=fmeasure)` and `non_llm_context_recall`
-//! were computed by Ragas itself, so our evaluators of the same name agree exactly (ρ = 1,
-//! mean |Δ| = 0); `faithfulness` has no evaluator in the config and is listed alone.
+//! The score columns `bleu_score`, `rouge_score(mode=fmeasure)`, `non_llm_context_recall` and
+//! `string_present` were computed by Ragas' `evaluate()`, so our evaluators of the same name
+//! agree exactly (ρ = 1, mean |Δ| = 0); the LLM metrics' columns (`context_precision`,
+//! `answer_relevancy`, `faithfulness`, `context_recall`, `factual_correctness(mode=f1)`) hold a
+//! user's numbers with the NaN of a failed score, and `context_precision` is compared with our
+//! judged criterion under a scripted judge.
 
 mod common;
 
@@ -26,8 +31,14 @@ evaluators:
 const FIXTURES: &[&str] = &[
     "ragas_result.csv",
     "ragas_numpy.csv",
+    "ragas_numpy2.csv",
     "ragas_result_columns.json",
     "ragas_result_records.json",
+    "ragas_result_dump.json",
+    "ragas_experiment.jsonl",
+    "ragas_result.parquet",
+    "ragas_dataset.csv",
+    "ragas_dataset.jsonl",
     "ragas_dataset.parquet",
     "amnesty_qa.json",
 ];
@@ -83,11 +94,15 @@ fn csv_export_scores_are_external_scores_beside_ours() {
         "bleu_score",
         "rouge_score(mode=fmeasure)",
         "non_llm_context_recall",
+        "string_present",
     ] {
         let r = ext_row(&out, column);
         assert!(r.contains("│ 0.000    │"), "{r}");
         assert!(r.contains("0 ours · 0 theirs"), "{r}");
     }
+    // string_present is Ragas' name of StringPresence's score: it pairs with our
+    // `string_presence` criterion (the alias of `string_present`).
+    assert!(ext_row(&out, "string_present").contains("│ string_presence "));
     // faithfulness: no evaluator, 4 of 5 defined (one NaN cell).
     let f = ext_row(&out, "faithfulness");
     assert!(
@@ -98,7 +113,27 @@ fn csv_export_scores_are_external_scores_beside_ours() {
     let json = oloproof(&dir, &["run", ".", "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
     let ext = &summary["external_scores"];
-    assert_eq!(ext.as_array().unwrap().len(), 4, "{ext}");
+    let columns: Vec<&str> = ext
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["column"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "bleu_score",
+            "rouge_score(mode=fmeasure)",
+            "non_llm_context_recall",
+            "string_present",
+            "context_precision",
+            "answer_relevancy",
+            "faithfulness",
+            "context_recall",
+            "factual_correctness(mode=f1)"
+        ],
+        "{ext}"
+    );
     let bleu = ext
         .as_array()
         .unwrap()
@@ -126,8 +161,14 @@ fn every_encoding_of_the_same_samples_scores_the_same() {
     let expected = criteria_rows(&base);
     for (file, format) in [
         ("ragas_numpy.csv", None),
+        ("ragas_numpy2.csv", None),
         ("ragas_result_columns.json", None),
         ("ragas_result_records.json", Some("json")),
+        ("ragas_result_dump.json", None),
+        ("ragas_experiment.jsonl", None),
+        ("ragas_result.parquet", None),
+        ("ragas_dataset.csv", None),
+        ("ragas_dataset.jsonl", None),
         ("ragas_dataset.parquet", None),
         ("ragas_result.csv", Some("csv")),
     ] {
@@ -272,4 +313,171 @@ fn a_bad_ragas_option_is_located_with_the_choices() {
     assert!(err.contains("oloproof.yaml:3:"), "{err}");
     assert!(err.contains("one of rouge1, rougeL"), "{err}");
     assert!(err.contains("did you mean `rougeL`?"), "{err}");
+}
+
+/// The `external_scores` of `run --json` on `file`.
+fn external_json(dir: &Path, file: &str) -> serde_json::Value {
+    let run = oloproof(dir, &["run", ".", "--dataset", file, "--json"]);
+    assert_eq!(run.status.code(), Some(0), "{file}: {}", stderr(&run));
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&run)).unwrap();
+    summary["external_scores"].clone()
+}
+
+#[test]
+fn python_nan_is_an_absent_score() {
+    let (_tmp, dir) = ragas_project();
+    // `json.dump(result.to_pandas().to_dict("records"))` and Ragas' LocalJSONLBackend write
+    // Python's bare NaN for the failed scores (the CSV writes an empty cell).
+    for file in ["ragas_result_dump.json", "ragas_experiment.jsonl"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(text.contains(":NaN") || text.contains(": NaN"), "{file}");
+    }
+    let csv = external_json(&dir, "ragas_result.csv");
+    for file in ["ragas_result_dump.json", "ragas_experiment.jsonl"] {
+        assert_eq!(external_json(&dir, file), csv, "{file}");
+    }
+    let faithfulness = csv
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["column"] == "faithfulness")
+        .unwrap();
+    assert_eq!(
+        (
+            faithfulness["cases"].as_u64(),
+            faithfulness["defined"].as_u64()
+        ),
+        (Some(5), Some(4))
+    );
+    // A token that is not Python's stays an error, located.
+    std::fs::write(
+        dir.join("bad.jsonl"),
+        "{\"user_input\": \"q\", \"faithfulness\": NaNa}\n",
+    )
+    .unwrap();
+    let run = oloproof(&dir, &["run", ".", "--dataset", "bad.jsonl"]);
+    assert_eq!(run.status.code(), Some(2));
+    let err = stderr(&run);
+    assert!(
+        err.contains("bad.jsonl:1:") && err.contains("malformed JSON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn numpy_2_scalar_lists_are_read() {
+    let (_tmp, dir) = ragas_project();
+    let text = std::fs::read_to_string(dir.join("ragas_numpy2.csv")).unwrap();
+    assert!(
+        text.contains("[np.str_('Refunds are issued within 14 days of delivery.'), np.str_("),
+        "{text}"
+    );
+    let run = oloproof(&dir, &["run", ".", "--dataset", "ragas_numpy2.csv"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(stdout(&run).contains("· 5 cases"), "{}", stdout(&run));
+}
+
+const JUDGE_KEY_ENV: &str = "OLOPROOF_TEST_JUDGE_KEY";
+
+/// A scripted judge of context precision that reads its prompt: a chunk is useful when every
+/// word of four letters or more in it is in the reference answer.
+fn word_judge(r: &oloproof_judge::mock::RecordedRequest) -> oloproof_judge::mock::MockReply {
+    use oloproof_judge::mock::MockReply;
+    let user = r.body["messages"][1]["content"].as_str().unwrap_or("");
+    let words = |t: &str| -> Vec<String> {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .map(str::to_string)
+            .collect()
+    };
+    let target = user
+        .split("Reference answer: ")
+        .nth(1)
+        .and_then(|t| t.split("\n\nRetrieved chunks:").next())
+        .unwrap_or("");
+    let known = words(target);
+    let chunks = user.split("Retrieved chunks:\n").nth(1).unwrap_or("");
+    let verdicts: Vec<serde_json::Value> = chunks
+        .split("\n\n[")
+        .enumerate()
+        .map(|(i, chunk)| {
+            let text = chunk.split_once("] ").map_or(chunk, |(_, t)| t);
+            let useful = words(text).iter().all(|w| known.contains(w));
+            serde_json::json!({"id": i + 1, "reason": "word for word", "useful": u8::from(useful)})
+        })
+        .collect();
+    MockReply::json(serde_json::json!({ "verdicts": verdicts })).with_usage(100, 10)
+}
+
+#[test]
+fn a_judged_criterion_beside_ragas_llm_column() {
+    let server = oloproof_judge::mock::MockServer::start();
+    server.respond_with(word_judge);
+    let (tmp, dir) = ragas_project();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        format!(
+            "dataset: ragas_result.csv
+judges:
+  default:
+    provider: openai
+    base_url: {}
+    model: judge-model-1
+    api_key_env: {JUDGE_KEY_ENV}
+    max_retries: 0
+    timeout_s: 5
+evaluators:
+  - {{type: context_precision, judge: default}}
+",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let env = [(JUDGE_KEY_ENV, "sk-test-secret-0123456789")];
+    let run = oloproof_env(&dir, &["run", "."], &env);
+    insta::assert_snapshot!(
+        "ragas_judged_beside_llm_column",
+        transcript(&run, tmp.path())
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    // Ours, by the scripted judge: 1, 1, 0, 1, 0 (the third and fifth samples' chunks hold
+    // words their references lack). Ragas': 1, 0.5, NaN, 0.833, 1. On the four cases both
+    // have: ranks (3, 3, 3, 1) and (3.5, 1, 2, 3.5), ρ = −2 / √(3 · 4.5) = −0.544; mean |Δ| =
+    // (0 + 0.5 + 0.167 + 1) / 4 = 0.417; the third case is ours only.
+    let out = stdout(&run);
+    let r = ext_row(&out, "context_precision");
+    assert!(r.contains("│ context_precision "), "{r}");
+    assert!(r.contains("-0.544") || r.contains("−0.544"), "{r}");
+    assert!(r.contains("0.417"), "{r}");
+    assert!(r.contains("1 ours · 0 theirs"), "{r}");
+    let json = oloproof_env(&dir, &["run", ".", "--json"], &env);
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let cp = summary["external_scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["column"] == "context_precision")
+        .unwrap()
+        .clone();
+    let close = |v: &serde_json::Value, x: f64| v.as_f64().is_some_and(|y| (y - x).abs() < 1e-6);
+    assert!(close(&cp["spearman"], -2.0 / 13.5f64.sqrt()), "{cp}");
+    assert!(
+        close(
+            &cp["mean_abs_diff"],
+            (0.5 + (1.0 - 0.8333333333) + 1.0) / 4.0
+        ),
+        "{cp}"
+    );
+    assert_eq!(
+        (
+            cp["pairs"].as_u64(),
+            cp["ours_only"].as_u64(),
+            cp["theirs_only"].as_u64()
+        ),
+        (Some(4), Some(1), Some(0)),
+        "{cp}"
+    );
+    // The other LLM columns have no criterion here: listed alone.
+    assert!(ext_row(&out, "faithfulness").contains("— (no evaluator)"));
 }

@@ -539,6 +539,11 @@ fn resolve_local_model_paths(judges: &mut std::collections::BTreeMap<String, Val
 pub trait EvaluatorCatalog {
     /// The evaluator types, in the order an error lists them.
     fn type_names(&self) -> Vec<&'static str>;
+    /// Whether `type:` may say `name`: a type of [`EvaluatorCatalog::type_names`] or an alias
+    /// of one (not listed: errors name the types).
+    fn is_type(&self, name: &str) -> bool {
+        self.type_names().contains(&name)
+    }
     /// Checks every entry of `options.evaluators` (its own options, what it refers to, each
     /// criterion reported once) and replaces each by its identity. Called once the file has
     /// deserialised, before the other sections' checks, with the config's folder `dir`.
@@ -670,7 +675,7 @@ pub fn validate(
         for (i, item) in items.iter().enumerate() {
             let at = format!("evaluators[{i}]");
             match item.get("type") {
-                Some(Value::String(t)) if evaluator_types.contains(&t.as_str()) => {}
+                Some(Value::String(t)) if catalog.is_type(t) => {}
                 Some(Value::String(t)) => {
                     let mut err = doc.error_at(
                         &format!("{at}.type"),

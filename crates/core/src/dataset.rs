@@ -48,6 +48,7 @@ use crate::source::{did_you_mean, SourceError};
 use crate::trace::Trace;
 
 pub mod list_repr;
+mod nonfinite;
 mod tabular;
 
 use tabular::SourceRow;
@@ -225,7 +226,7 @@ impl DatasetEncoding {
             return DatasetEncoding::Json;
         }
         if trimmed.starts_with('{') {
-            let whole = serde_json::from_str::<Map<String, Value>>(&text);
+            let whole = serde_json::from_str::<Map<String, Value>>(&nonfinite::replace(&text).text);
             return match whole {
                 Ok(m)
                     if !m.is_empty()
@@ -352,7 +353,9 @@ fn jsonl_rows(path: &str, text: &str) -> (Vec<SourceRow>, Vec<SourceError>) {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(line) {
+        // Python's `NaN` / `Infinity` (Ragas' experiment backend writes them): absent values.
+        let rewritten = nonfinite::replace(line);
+        match serde_json::from_str::<Value>(&rewritten.text) {
             Ok(Value::Object(obj)) => rows.push(SourceRow {
                 obj,
                 line: line_no,
@@ -370,11 +373,16 @@ fn jsonl_rows(path: &str, text: &str) -> (Vec<SourceRow>, Vec<SourceError>) {
                 "a record must be a JSON object",
             )),
             Err(e) => {
+                // serde_json's column counts bytes from 1; ours counts characters.
+                let byte = rewritten.original_offset(e.column().saturating_sub(1));
+                let col = line
+                    .get(..byte.min(line.len()))
+                    .map_or(e.column(), |before| before.chars().count() + 1);
                 let mut err = SourceError::at(
                     path,
                     text,
                     line_no,
-                    e.column().max(1),
+                    col.max(1),
                     1,
                     format!("malformed JSON: {}", strip_position(&e.to_string())),
                 );
@@ -1643,6 +1651,60 @@ mod tests {
             d.warnings[0].contains("1 unknown key on 2 records"),
             "{:?}",
             d.warnings
+        );
+    }
+
+    #[test]
+    fn python_nan_and_infinity_are_absent_and_errors_keep_their_place() {
+        // `json.dump(df.to_dict("records"))`: one line, bare NaN before the bad field.
+        let text = r#"[{"user_input": "q1", "faithfulness": NaN, "bleu_score": Infinity}, {"user_input": "q2", "faithfulness": 0.5, "bleu_score": -Infinity}, {"user_input": 7}]"#;
+        let errs = parse_text(
+            "d.json",
+            text,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        let col = text.rfind('7').unwrap() + 1;
+        assert_eq!(errs[0].location(), format!("d.json:1:{col}"), "{errs:?}");
+        let ok = text.replace(r#"{"user_input": 7}"#, r#"{"user_input": "q3"}"#);
+        let d = parse_text(
+            "d.json",
+            &ok,
+            DatasetEncoding::Json,
+            &opts(DatasetEncoding::Json, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.external_scores, ["faithfulness", "bleu_score"]);
+        let scores = |i: usize| d.records[i].case.metadata["external_scores"].clone();
+        assert_eq!(scores(0), json!({"faithfulness": null, "bleu_score": null}));
+        assert_eq!(scores(1), json!({"faithfulness": 0.5, "bleu_score": null}));
+        // Ragas' LocalJSONLBackend: compact JSONL; a malformed line is located in the line as
+        // written (after a NaN, which is one character shorter than its `null`).
+        let jsonl = "{\"user_input\":\"q1\",\"faithfulness\":NaN}\n{\"user_input\":\"q2\",\"faithfulness\":NaN,}\n";
+        let errs = parse_text(
+            "e.jsonl",
+            jsonl,
+            DatasetEncoding::Jsonl,
+            &opts(DatasetEncoding::Jsonl, 0.0),
+        )
+        .unwrap_err();
+        let line = jsonl.lines().nth(1).unwrap();
+        let col = line.find('}').unwrap() + 1;
+        assert_eq!(errs[0].location(), format!("e.jsonl:2:{col}"), "{errs:?}");
+        assert!(errs[0].message.starts_with("malformed JSON"), "{errs:?}");
+        let d = parse_text(
+            "e.jsonl",
+            "{\"user_input\":\"q1\",\"faithfulness\":NaN,\"reference\":NaN}\n",
+            DatasetEncoding::Jsonl,
+            &opts(DatasetEncoding::Jsonl, 0.0),
+        )
+        .unwrap();
+        assert_eq!(d.records[0].case.expected.answer, None);
+        assert_eq!(
+            d.records[0].case.metadata["external_scores"],
+            json!({"faithfulness": null})
         );
     }
 

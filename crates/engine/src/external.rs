@@ -2,15 +2,18 @@
 //! case in `metadata.external_scores`, see [`oloproof_core::external`]) compared with the
 //! criterion of the matching evaluator type.
 //!
-//! A column maps to the run's criterion whose evaluator type computes the same Ragas metric
-//! ([`oloproof_core::external::ours_for`]): the criterion named like the column if several,
-//! else the first in evaluator order. Our value of a case is its score, or 1 / 0 for pass /
+//! A column maps to the run's criterion whose evaluator computes the same Ragas metric
+//! ([`oloproof_core::external::computes`]: the type, under its canonical name
+//! ([`crate::evaluators::canonical_type`]), and the options that change the metric:
+//! `context_precision`'s `with_reference`, a column's `(mode=…)`): the criterion named like
+//! the column if several, else the first in evaluator order. Our value of a case is its score, or 1 / 0 for pass /
 //! fail; a missing or excluded verdict has none. Agreement is computed on the cases where
 //! both sides have a value: Spearman's ρ (`oloproof_metrics::agreement::spearman`, ties
 //! averaged) and the mean absolute difference; the cases where exactly one side has a value
 //! are counted, never dropped silently.
 
-use oloproof_core::external::{ours_for, METADATA_KEY};
+use oloproof_core::config::EvaluatorEntry;
+use oloproof_core::external::{computes, METADATA_KEY};
 use oloproof_core::summary::ExternalScoreSummary;
 use oloproof_core::verdict::Verdict;
 use serde_json::Value;
@@ -18,9 +21,9 @@ use serde_json::Value;
 use crate::summary::CaseOutcome;
 
 /// The summary of every external score column of `outcomes`, in order of first appearance;
-/// `criteria` are the run's `(criterion, evaluator type)` in evaluator order.
+/// `criteria` are the run's criteria and their evaluators' identities, in evaluator order.
 pub fn external_scores(
-    criteria: &[(String, String)],
+    criteria: &[(String, EvaluatorEntry)],
     outcomes: &[CaseOutcome<'_>],
 ) -> Vec<ExternalScoreSummary> {
     let mut columns: Vec<String> = Vec::new();
@@ -41,21 +44,25 @@ pub fn external_scores(
 
 fn summarize_column(
     column: &str,
-    criteria: &[(String, String)],
+    criteria: &[(String, EvaluatorEntry)],
     outcomes: &[CaseOutcome<'_>],
 ) -> ExternalScoreSummary {
-    let criterion = ours_for(column).and_then(|ty| {
-        let matching: Vec<&String> = criteria
-            .iter()
-            .filter(|(_, t)| t == ty)
-            .map(|(c, _)| c)
-            .collect();
-        matching
-            .iter()
-            .find(|c| c.as_str() == column)
-            .or(matching.first())
-            .map(|c| (*c).clone())
-    });
+    let matching: Vec<&String> = criteria
+        .iter()
+        .filter(|(_, e)| {
+            computes(
+                column,
+                crate::evaluators::canonical_type(&e.type_name),
+                &e.options,
+            )
+        })
+        .map(|(c, _)| c)
+        .collect();
+    let criterion = matching
+        .iter()
+        .find(|c| c.as_str() == column)
+        .or(matching.first())
+        .map(|c| (*c).clone());
     let mut out = ExternalScoreSummary {
         column: column.to_string(),
         criterion: criterion.clone(),
@@ -176,7 +183,13 @@ mod tests {
                 verdicts,
             })
             .collect();
-        let s = external_scores(&[("faith".into(), "faithfulness".into())], &outcomes);
+        let entry = |ty: &str, options: Value| {
+            EvaluatorEntry::new(ty, options.as_object().cloned().unwrap_or_default())
+        };
+        let s = external_scores(
+            &[("faith".into(), entry("faithfulness", json!({})))],
+            &outcomes,
+        );
         assert_eq!(s.len(), 2);
         let f = &s[0];
         assert_eq!(
@@ -194,5 +207,52 @@ mod tests {
             (s[1].criterion.as_deref(), s[1].cases, s[1].theirs_only),
             (None, 1, 0)
         );
+    }
+
+    #[test]
+    fn columns_pair_by_metric_options_and_aliases() {
+        let entry = |ty: &str, options: Value| {
+            EvaluatorEntry::new(ty, options.as_object().cloned().unwrap_or_default())
+        };
+        let case: Case = serde_json::from_value(json!({"id": "c", "input": {}, "metadata": {
+            METADATA_KEY: {"context_utilization": 0.5, "context_precision": 0.5, "string_present": 1.0}
+        }}))
+        .unwrap();
+        let trace = Trace::new("c");
+        let verdicts = vec![
+            CriterionVerdict {
+                criterion: "cp".into(),
+                verdict: Verdict::Score { value: 0.5 },
+                detail: Value::Null,
+            },
+            CriterionVerdict {
+                criterion: "sp".into(),
+                verdict: Verdict::Pass,
+                detail: Value::Null,
+            },
+        ];
+        let outcomes = [CaseOutcome {
+            case: &case,
+            trace: &trace,
+            verdicts: &verdicts,
+        }];
+        // A with-reference criterion (the default) and `string_presence`, the alias.
+        let criteria = [
+            ("cp".to_string(), entry("context_precision", json!({}))),
+            ("sp".to_string(), entry("string_presence", json!({}))),
+        ];
+        let s = external_scores(&criteria, &outcomes);
+        let by = |c: &str| s.iter().find(|e| e.column == c).unwrap().criterion.clone();
+        assert_eq!(by("context_precision").as_deref(), Some("cp"));
+        assert_eq!(by("context_utilization"), None);
+        assert_eq!(by("string_present").as_deref(), Some("sp"));
+        let criteria = [(
+            "cp".to_string(),
+            entry("context_precision", json!({"with_reference": false})),
+        )];
+        let s = external_scores(&criteria, &outcomes);
+        let by = |c: &str| s.iter().find(|e| e.column == c).unwrap().criterion.clone();
+        assert_eq!(by("context_precision"), None);
+        assert_eq!(by("context_utilization").as_deref(), Some("cp"));
     }
 }

@@ -419,9 +419,9 @@ pub fn summarize_run(
         &outcomes,
     );
     summary.judges = judged.then_some(usage);
-    let typed: Vec<(String, String)> = evaluators
+    let typed: Vec<(String, oloproof_core::config::EvaluatorEntry)> = evaluators
         .iter()
-        .map(|e| (e.criterion().to_string(), e.identity().type_name.clone()))
+        .map(|e| (e.criterion().to_string(), e.identity().clone()))
         .collect();
     summary.external_scores = crate::external::external_scores(&typed, &outcomes);
     Ok(summary)

@@ -1,23 +1,43 @@
-"""Writes the Ragas export fixtures of crates/cli/tests/ragas_files.rs with the real libraries.
+"""Writes the Ragas export fixtures of crates/cli/tests/ragas_files.rs with the real writers.
 
-Run with the test venv (pandas, numpy, pyarrow, ragas==0.4.3 from scripts/requirements-*.txt):
+Run with the test venv (pandas, numpy, pyarrow, datasets, ragas==0.4.3 from
+scripts/requirements-*.txt), offline:
     target/venv/bin/python crates/cli/tests/datasets/make_ragas_exports.py
-The scores of the non-LLM metrics are Ragas' own (ragas.metrics, single_turn_ascore);
-`faithfulness` stands for an LLM metric a user ran (fixed numbers, one NaN).
+
+Every file is written by the code that writes it for a Ragas user:
+- `ragas.evaluate()` scores the samples with Ragas' non-LLM metrics (`BleuScore`,
+  `RougeScore`, `NonLLMContextRecall`, `StringPresence`): those columns are Ragas' own numbers.
+- The LLM metrics (`context_precision`, `answer_relevancy`, `faithfulness`, `context_recall`,
+  `factual_correctness(mode=f1)`) need a model and a network, so they are NOT computed here:
+  their columns are added to `result.to_pandas()` before writing, with fixed numbers and the
+  NaN Ragas records for a failed score, under the column names `evaluate()` gives them.
+- `result.to_pandas()` is then written by pandas (`to_csv`, `to_json` in two orients), by
+  `json.dump(df.to_dict("records"))` and by Ragas' experiment backend (`LocalJSONLBackend`),
+  both of which write Python's bare `NaN`; by `datasets.Dataset.from_pandas(...).to_parquet`.
+- The samples alone by `EvaluationDataset.to_csv`, `.to_jsonl` and
+  `.to_hf_dataset().to_parquet()`.
+- The same result after a Parquet round trip (`pd.read_parquet`: list columns are numpy
+  arrays, written by `to_csv` as numpy reprs without commas) and with the lists as numpy 2
+  scalars (`list(np.array(...))`: `[np.str_('a'), np.str_('b')]` in the CSV).
+- amnesty_qa's layout (pre-0.2 names, columns of lists, plural `ground_truths`) by `json.dump`.
 """
 
-import asyncio
 import json
-import math
 import os
+import shutil
+import tempfile
 import warnings
 
 warnings.simplefilter("ignore")
+os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
+import datasets  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from ragas.dataset_schema import SingleTurnSample  # noqa: E402
-from ragas.metrics import BleuScore, NonLLMContextRecall, RougeScore  # noqa: E402
+from ragas import evaluate  # noqa: E402
+from ragas.backends import LocalJSONLBackend  # noqa: E402
+from ragas.dataset_schema import EvaluationDataset  # noqa: E402
+from ragas.metrics import BleuScore, NonLLMContextRecall, RougeScore, StringPresence  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -71,42 +91,67 @@ SAMPLES = [
         "reference": "Headphones carry a two-year warranty.",
     },
 ]
-FAITHFULNESS = [1.0, 0.5, float("nan"), 1.0, 0.75]
+# The LLM metrics' columns (not computable offline, see the module doc): a user's numbers,
+# NaN where Ragas failed to score a sample.
+NAN = float("nan")
+LLM_SCORES = {
+    "context_precision": [0.9999999999, 0.49999999995, NAN, 0.8333333333, 0.9999999999],
+    "answer_relevancy": [0.97, 0.91, 0.12, 0.95, 0.93],
+    "faithfulness": [1.0, 0.5, NAN, 1.0, 0.75],
+    "context_recall": [1.0, 1.0, 0.0, 1.0, NAN],
+    "factual_correctness(mode=f1)": [0.8, 0.4, 0.0, 0.67, 0.5],
+}
 
 
-async def scores():
-    bleu, rouge, recall = BleuScore(), RougeScore(), NonLLMContextRecall()
-    out = []
-    for s in SAMPLES:
-        sample = SingleTurnSample(**s)
-        out.append(
-            {
-                "bleu_score": await bleu.single_turn_ascore(sample),
-                "rouge_score(mode=fmeasure)": await rouge.single_turn_ascore(sample),
-                "non_llm_context_recall": await recall.single_turn_ascore(sample),
-            }
-        )
-    return out
+def path(name):
+    return os.path.join(HERE, name)
 
 
 def main():
-    rows = [dict(s, faithfulness=f, **sc) for s, f, sc in zip(SAMPLES, FAITHFULNESS, asyncio.run(scores()))]
-    df = pd.DataFrame(rows)
-    # result.to_pandas().to_csv(...): Python list reprs, the unnamed index column.
-    df.to_csv(os.path.join(HERE, "ragas_result.csv"))
-    # The same columns as numpy arrays (a DataFrame read from Parquet / a HF dataset): numpy
-    # reprs without commas, one element per line when long.
-    arrays = df.copy()
-    for col in ["retrieved_contexts", "reference_contexts"]:
-        arrays[col] = arrays[col].map(np.array)
-    arrays.to_csv(os.path.join(HERE, "ragas_numpy.csv"))
-    # pandas to_json orients.
-    df.to_json(os.path.join(HERE, "ragas_result_columns.json"))
-    df.to_json(os.path.join(HERE, "ragas_result_records.json"), orient="records", force_ascii=False)
-    # Parquet (pyarrow, snappy), as a HF dataset's.
-    df[["user_input", "retrieved_contexts", "reference_contexts", "response", "reference"]].to_parquet(
-        os.path.join(HERE, "ragas_dataset.parquet")
+    dataset = EvaluationDataset.from_list(SAMPLES)
+    result = evaluate(
+        dataset,
+        metrics=[BleuScore(), RougeScore(), NonLLMContextRecall(), StringPresence()],
+        show_progress=False,
+        raise_exceptions=True,
     )
+    df = result.to_pandas()
+    for column, values in LLM_SCORES.items():
+        df[column] = values
+
+    # result.to_pandas().to_csv(...): Python list reprs, the unnamed index column.
+    df.to_csv(path("ragas_result.csv"))
+    # pandas to_json: the default orient (columns) and records.
+    df.to_json(path("ragas_result_columns.json"))
+    df.to_json(path("ragas_result_records.json"), orient="records", force_ascii=False)
+    # json.dump of the records: Python's bare NaN for the failed scores.
+    with open(path("ragas_result_dump.json"), "w") as f:
+        json.dump(df.to_dict("records"), f)
+    # Ragas' experiment backend (plain json.dumps, one compact object a line): NaN again.
+    root = tempfile.mkdtemp()
+    try:
+        LocalJSONLBackend(root).save_experiment("experiment", df.to_dict("records"))
+        shutil.copy(os.path.join(root, "experiments", "experiment.jsonl"), path("ragas_experiment.jsonl"))
+    finally:
+        shutil.rmtree(root)
+    # A Hugging Face dataset of the result, as Parquet.
+    datasets.Dataset.from_pandas(df).to_parquet(path("ragas_result.parquet"))
+
+    # The samples alone, by Ragas' own writers.
+    dataset.to_csv(path("ragas_dataset.csv"))
+    dataset.to_jsonl(path("ragas_dataset.jsonl"))
+    dataset.to_hf_dataset().to_parquet(path("ragas_dataset.parquet"))
+
+    # The result read back from Parquet: list columns are numpy arrays, whose str() in a CSV
+    # cell has no commas (and a newline between long elements).
+    arrays = pd.read_parquet(path("ragas_result.parquet"))
+    arrays.to_csv(path("ragas_numpy.csv"))
+    # Lists of numpy 2 scalars (`list(array)` of a unicode array): `[np.str_('a'), ...]`.
+    scalars = arrays.copy()
+    for col in ["retrieved_contexts", "reference_contexts"]:
+        scalars[col] = scalars[col].map(lambda a: list(np.array(list(a))))
+    scalars.to_csv(path("ragas_numpy2.csv"))
+
     # amnesty_qa's layout: pre-0.2 names, columns of lists, plural ground_truths.
     amnesty = {
         "question": [s["user_input"] for s in SAMPLES],
@@ -114,7 +159,7 @@ def main():
         "answer": [s["response"] for s in SAMPLES],
         "contexts": [s["retrieved_contexts"] for s in SAMPLES],
     }
-    with open(os.path.join(HERE, "amnesty_qa.json"), "w") as f:
+    with open(path("amnesty_qa.json"), "w") as f:
         json.dump(amnesty, f, indent=1)
 
 

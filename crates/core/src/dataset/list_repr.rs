@@ -7,7 +7,9 @@
 //! Python's escapes (`\\ \' \" \n \r \t \a \b \f \v \0`, `\xhh`, `\uhhhh`, `\Uhhhhhhhh`,
 //! octal `\ooo`; an unknown escape keeps its backslash, as Python does) and JSON's (`\/`,
 //! surrogate pairs in `\ud83d\ude00`). Bare numbers (`[1 2]`, `[1, 2]`: context ids) are read as
-//! their text. numpy's `array([...], dtype=object)` wrapper is accepted; a summarised repr
+//! their text. numpy's `array([...], dtype=object)` wrapper is accepted, and so are numpy 2's
+//! scalar reprs inside a Python list (`[np.str_('a'), np.str_('c')]`, `[np.int64(3)]`: the
+//! `str()` of a list of numpy scalars, what `list(array)` gives), read as their literal; a summarised repr
 //! (`['a' 'b' ... 'z']`, what numpy prints for more than 1000 elements) is an error, since the
 //! elements are not in the file.
 
@@ -144,6 +146,10 @@ impl Parser<'_> {
                     "summarised numpy array (`...`): the elements are not in the file; save the column as a list (`df[col].map(list)`) or write JSON",
                 ));
             }
+            if let Some(item) = self.numpy_scalar()? {
+                items.push(item);
+                continue;
+            }
             match self.peek() {
                 Some(q @ ('\'' | '"')) => items.push(self.string(q)?),
                 Some(c) if c.is_ascii_digit() || c == '-' => items.push(self.number()),
@@ -156,6 +162,44 @@ impl Parser<'_> {
                 None => return Err(self.error("the list is not closed: no `]`")),
             }
         }
+    }
+
+    /// numpy 2's repr of a scalar, `np.str_('a')` (also `numpy.`, `np.int64(3)`): its literal.
+    fn numpy_scalar(&mut self) -> Result<Option<String>, ListReprError> {
+        let prefix = if self.starts_with("np.") {
+            "np.".len()
+        } else if self.starts_with("numpy.") {
+            "numpy.".len()
+        } else {
+            return Ok(None);
+        };
+        let start = self.pos;
+        self.pos += prefix;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            self.pos += 1;
+        }
+        if self.peek() != Some('(') {
+            self.pos = start;
+            return Err(
+                self.error("expected a quoted string or a numpy scalar such as `np.str_('a')`")
+            );
+        }
+        self.pos += 1;
+        self.skip_space();
+        let item = match self.peek() {
+            Some(q @ ('\'' | '"')) => self.string(q)?,
+            Some(c) if c.is_ascii_digit() || c == '-' => self.number(),
+            _ => return Err(self.error("a numpy scalar holds a quoted string or a number")),
+        };
+        self.skip_space();
+        if self.peek() != Some(')') {
+            return Err(self.error("a numpy scalar is not closed: no `)`"));
+        }
+        self.pos += 1;
+        Ok(Some(item))
     }
 
     fn number(&mut self) -> String {
@@ -276,6 +320,23 @@ mod tests {
         );
         assert_eq!(ok("[\"it's\" 'say \"hi\"']"), ["it's", "say \"hi\""]);
         assert_eq!(ok("array(['a', 'b'], dtype=object)"), ["a", "b"]);
+    }
+
+    #[test]
+    fn numpy_2_scalar_reprs_in_a_python_list() {
+        // `str(list(np.array(['a', "it's"])))` under numpy 2.
+        assert_eq!(ok("[np.str_('a'), np.str_('c')]"), ["a", "c"]);
+        assert_eq!(
+            ok("[np.str_(\"it's\"), np.str_('line\\nbreak'), numpy.str_('b')]"),
+            ["it's", "line\nbreak", "b"]
+        );
+        assert_eq!(ok("[np.int64(3), np.int64(-1)]"), ["3", "-1"]);
+        let e = parse_list("[np.str_('a'").unwrap_err();
+        assert!(e.message.contains("not closed"), "{e}");
+        let e = parse_list("[np.str_('a', 'b')]").unwrap_err();
+        assert!(e.message.contains("numpy scalar is not closed"), "{e}");
+        let e = parse_list("[np.nan]").unwrap_err();
+        assert!(e.message.contains("np.str_('a')"), "{e}");
     }
 
     #[test]

@@ -109,16 +109,47 @@ fn csv_error(path: &str, text: &str, e: &csv::Error) -> SourceError {
     err
 }
 
+/// A JSON document as parsed (its `NaN` / `Infinity` rewritten, [`super::nonfinite`]) and as
+/// written (what places and messages point at).
+struct Doc<'a> {
+    /// The text parsed.
+    parsed: &'a str,
+    /// The file's text.
+    original: &'a str,
+    rewritten: &'a super::nonfinite::Rewritten,
+}
+
+impl Doc<'_> {
+    /// Line and column, in the file as written, of a value of the parsed text.
+    fn place(&self, raw: &RawValue) -> (usize, usize) {
+        self.place_at(offset_of(self.parsed, raw))
+    }
+
+    /// Line and column, in the file as written, of byte `offset` of the parsed text.
+    fn place_at(&self, offset: usize) -> (usize, usize) {
+        line_col(self.original, self.rewritten.original_offset(offset))
+    }
+}
+
 /// Reads a JSON document's records: an array of objects (pandas `records`), an object of
 /// columns (pandas `columns`: `{col: {index: value}}`; Hugging Face: `{col: [values]}`), an
-/// object of rows (pandas `index`), or pandas `split` / `table`.
+/// object of rows (pandas `index`), or pandas `split` / `table`. Python's bare `NaN`,
+/// `Infinity` and `-Infinity` (`json.dump` of a Ragas result) are absent values.
 pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<SourceError>> {
-    let doc: &RawValue = serde_json::from_str(text).map_err(|e| {
+    let rewritten = super::nonfinite::replace(text);
+    let doc = Doc {
+        parsed: &rewritten.text,
+        original: text,
+        rewritten: &rewritten,
+    };
+    let parsed = doc.parsed;
+    let root: &RawValue = serde_json::from_str(parsed).map_err(|e| {
+        let (line, col) = doc.place_at(byte_of(parsed, e.line(), e.column()));
         let mut err = SourceError::at(
             path,
             text,
-            e.line().max(1),
-            e.column().max(1),
+            line,
+            col,
             1,
             format!("malformed JSON: {}", strip_position(&e.to_string())),
         );
@@ -127,17 +158,17 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
         vec![err]
     })?;
     let shape_error = |message: &str| {
-        let (line, col) = line_col(text, offset_of(text, doc));
+        let (line, col) = doc.place(root);
         let mut err = SourceError::at(path, text, line, col, 1, message.to_string());
         err.expected = Some(
             "an array of records, `{column: [values]}` (Hugging Face), or pandas' `to_json` orients records, columns, index, split or table".into(),
         );
         vec![err]
     };
-    if let Ok(records) = serde_json::from_str::<Vec<&RawValue>>(doc.get()) {
-        return records_rows(path, text, &records);
+    if let Ok(records) = serde_json::from_str::<Vec<&RawValue>>(root.get()) {
+        return records_rows(path, &doc, &records);
     }
-    let Ok(top) = serde_json::from_str::<BTreeMap<String, &RawValue>>(doc.get()) else {
+    let Ok(top) = serde_json::from_str::<BTreeMap<String, &RawValue>>(root.get()) else {
         return Err(shape_error(
             "the document is neither an array nor an object",
         ));
@@ -150,9 +181,9 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
             .map_err(|_| shape_error("`data` of a pandas `split` document must be rows"))?;
         let mut rows = Vec::new();
         for (i, cells) in data.iter().enumerate() {
-            let mut row = empty_row(text, cells.first().copied(), i + 1);
+            let mut row = empty_row(&doc, cells.first().copied(), i + 1);
             for (name, raw) in columns.iter().zip(cells) {
-                insert(&mut row, text, name, raw);
+                insert(&mut row, &doc, name, raw);
             }
             rows.push(row);
         }
@@ -161,11 +192,11 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
     if let (Some(_), Some(data)) = (top.get("schema"), top.get("data")) {
         let records: Vec<&RawValue> = serde_json::from_str(data.get())
             .map_err(|_| shape_error("`data` of a pandas `table` document must be records"))?;
-        return records_rows(path, text, &records);
+        return records_rows(path, &doc, &records);
     }
     // Columns in file order.
     let mut columns: Vec<(&String, &&RawValue)> = top.iter().collect();
-    columns.sort_by_key(|(_, raw)| offset_of(text, raw));
+    columns.sort_by_key(|(_, raw)| offset_of(parsed, raw));
     let arrays: Option<Vec<(&String, Vec<&RawValue>)>> = columns
         .iter()
         .map(|(k, raw)| {
@@ -185,9 +216,9 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
         }
         let mut rows = Vec::new();
         for i in 0..n {
-            let mut row = empty_row(text, arrays.first().map(|(_, v)| v[i]), i + 1);
+            let mut row = empty_row(&doc, arrays.first().map(|(_, v)| v[i]), i + 1);
             for (name, values) in &arrays {
-                insert(&mut row, text, name, values[i]);
+                insert(&mut row, &doc, name, values[i]);
             }
             rows.push(row);
         }
@@ -217,10 +248,10 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
         let mut rows = Vec::new();
         for (i, key) in index.iter().enumerate() {
             let first = objects.iter().find_map(|(_, m)| m.get(*key).copied());
-            let mut row = empty_row(text, first, i + 1);
+            let mut row = empty_row(&doc, first, i + 1);
             for (name, m) in &objects {
                 if let Some(raw) = m.get(*key) {
-                    insert(&mut row, text, name, raw);
+                    insert(&mut row, &doc, name, raw);
                 }
             }
             rows.push(row);
@@ -231,10 +262,10 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
     let mut rows = Vec::new();
     for (i, (_, m)) in objects.iter().enumerate() {
         let mut fields: Vec<(&String, &&RawValue)> = m.iter().collect();
-        fields.sort_by_key(|(_, raw)| offset_of(text, raw));
-        let mut row = empty_row(text, fields.first().map(|(_, r)| **r), i + 1);
+        fields.sort_by_key(|(_, raw)| offset_of(parsed, raw));
+        let mut row = empty_row(&doc, fields.first().map(|(_, r)| **r), i + 1);
         for (name, raw) in fields {
-            insert(&mut row, text, name, raw);
+            insert(&mut row, &doc, name, raw);
         }
         rows.push(row);
     }
@@ -255,8 +286,8 @@ fn drop_index(mut rows: Vec<SourceRow>) -> Vec<SourceRow> {
     rows
 }
 
-fn empty_row(text: &str, first: Option<&RawValue>, number: usize) -> SourceRow {
-    let (line, col) = first.map_or((1, 1), |raw| line_col(text, offset_of(text, raw)));
+fn empty_row(doc: &Doc<'_>, first: Option<&RawValue>, number: usize) -> SourceRow {
+    let (line, col) = first.map_or((1, 1), |raw| doc.place(raw));
     SourceRow {
         obj: Map::new(),
         line,
@@ -267,16 +298,15 @@ fn empty_row(text: &str, first: Option<&RawValue>, number: usize) -> SourceRow {
     }
 }
 
-fn insert(row: &mut SourceRow, text: &str, name: &str, raw: &RawValue) {
+fn insert(row: &mut SourceRow, doc: &Doc<'_>, name: &str, raw: &RawValue) {
     let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-    row.places
-        .insert(name.to_string(), line_col(text, offset_of(text, raw)));
+    row.places.insert(name.to_string(), doc.place(raw));
     row.obj.insert(name.to_string(), value);
 }
 
 fn records_rows(
     path: &str,
-    text: &str,
+    doc: &Doc<'_>,
     records: &[&RawValue],
 ) -> Result<Vec<SourceRow>, Vec<SourceError>> {
     let mut rows = Vec::new();
@@ -285,18 +315,18 @@ fn records_rows(
         match serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get()) {
             Ok(m) => {
                 let mut fields: Vec<(&String, &&RawValue)> = m.iter().collect();
-                fields.sort_by_key(|(_, r)| offset_of(text, r));
-                let mut row = empty_row(text, Some(raw), i + 1);
+                fields.sort_by_key(|(_, r)| offset_of(doc.parsed, r));
+                let mut row = empty_row(doc, Some(raw), i + 1);
                 for (name, r) in fields {
-                    insert(&mut row, text, name, r);
+                    insert(&mut row, doc, name, r);
                 }
                 rows.push(row);
             }
             Err(_) => {
-                let (line, col) = line_col(text, offset_of(text, raw));
+                let (line, col) = doc.place(raw);
                 errors.push(SourceError::at(
                     path,
-                    text,
+                    doc.original,
                     line,
                     col,
                     1,
@@ -310,6 +340,20 @@ fn records_rows(
     } else {
         Err(errors)
     }
+}
+
+/// The byte offset of serde_json's 1-based `line` and `column` (bytes) in `text`.
+fn byte_of(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let mut at = (start + column.saturating_sub(1)).min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// Reads a Parquet file's rows (every column, nested lists and structs as JSON).

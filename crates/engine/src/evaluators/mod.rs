@@ -242,9 +242,24 @@ pub fn type_names() -> Vec<&'static str> {
     REGISTRY.iter().map(|s| s.name).collect()
 }
 
-/// The spec of `type_name`.
+/// Other names an evaluator type answers to, and the type's name: `string_presence` was our
+/// first name of Ragas' `StringPresence`, whose column (and our type) is `string_present`. An
+/// entry written with an alias builds the type's evaluator; its criterion, when not named, is
+/// the alias as written (so existing configs and stored runs keep their criterion names).
+pub const ALIASES: &[(&str, &str)] = &[("string_presence", "string_present")];
+
+/// The type `type_name` names: itself, or the type of an alias ([`ALIASES`]).
+pub fn canonical_type(type_name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == type_name)
+        .map_or(type_name, |(_, name)| name)
+}
+
+/// The spec of `type_name` (a type's name or an alias).
 pub fn spec(type_name: &str) -> Option<&'static EvaluatorSpec> {
-    REGISTRY.iter().find(|s| s.name == type_name)
+    let name = canonical_type(type_name);
+    REGISTRY.iter().find(|s| s.name == name)
 }
 
 /// What a spec's `build` reads: one entry, where it sits in the config, and what it may
@@ -373,6 +388,10 @@ pub struct Catalog;
 impl oloproof_core::config::EvaluatorCatalog for Catalog {
     fn type_names(&self) -> Vec<&'static str> {
         type_names()
+    }
+
+    fn is_type(&self, name: &str) -> bool {
+        spec(name).is_some()
     }
 
     fn check(

@@ -2,7 +2,8 @@
 //! `non_llm_context_precision_with_reference`, `non_llm_context_recall`,
 //! `non_llm_string_similarity`, `bleu_score`, `rouge_score`, `ragas_exact_match` (Ragas'
 //! `ExactMatch`, column `exact_match`: our `exact_match` is SQuAD's, after normalisation) and
-//! `string_presence` (Ragas' `StringPresence`, column `string_present`).
+//! `string_present` (Ragas' `StringPresence`, whose score Ragas names `string_present`; the
+//! alias `string_presence`, our first name for it, still works: [`super::ALIASES`]).
 //!
 //! The values are those of `ragas==0.4.3` ([`oloproof_metrics::ragas`], checked against it).
 //! Ragas' sample fields map to a case as everywhere else: `response` is the output's `field`
@@ -109,7 +110,7 @@ pub struct RougeOptions {
     pub field: String,
 }
 
-/// Options of `bleu_score`, `ragas_exact_match` and `string_presence`.
+/// Options of `bleu_score`, `ragas_exact_match` and `string_present`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PlainOptions {
@@ -218,9 +219,10 @@ pub(crate) const EXACT_MATCH: EvaluatorSpec = EvaluatorSpec {
         ))
     },
 };
-/// `string_presence`: Ragas' `StringPresence` (the reference is a substring of the answer).
+/// `string_present`: Ragas' `StringPresence` (the reference is a substring of the answer),
+/// also written `string_presence` ([`super::ALIASES`]).
 pub(crate) const STRING_PRESENCE: EvaluatorSpec = EvaluatorSpec {
-    name: "string_presence",
+    name: "string_present",
     build: |p| {
         let o: PlainOptions = p.options()?;
         Ok(boxed(
@@ -460,8 +462,17 @@ mod tests {
             matches!(v.verdict, Verdict::Score { value } if (value - 1.0).abs() < 1e-9),
             "{v:?}"
         );
+        let v = eval(json!({"type": "string_present"}), line);
+        assert_eq!(
+            (v.criterion.as_str(), &v.verdict),
+            ("string_present", &Verdict::Pass)
+        );
+        // The alias builds the same evaluator; its criterion is the name as written.
         let v = eval(json!({"type": "string_presence"}), line);
-        assert_eq!(v.verdict, Verdict::Pass);
+        assert_eq!(
+            (v.criterion.as_str(), &v.verdict),
+            ("string_presence", &Verdict::Pass)
+        );
         let v = eval(json!({"type": "ragas_exact_match"}), line);
         assert_eq!(v.verdict, Verdict::Fail);
         let v = eval(
@@ -488,6 +499,7 @@ mod tests {
             "bleu_score",
             "rouge_score",
             "ragas_exact_match",
+            "string_present",
             "string_presence",
             "non_llm_string_similarity",
         ] {
