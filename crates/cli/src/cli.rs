@@ -67,6 +67,9 @@ pub(crate) enum Command {
     /// batches under a lease until none is left.
     #[command(after_help = exit_codes::HELP)]
     Worker(crate::worker_cmd::WorkerArgs),
+    /// Online evaluation of production traffic: windows, segments, tiered sampling, quality
+    /// SLOs on the Wilson lower bound, guardrail alerts, feedback, a human-review queue.
+    Monitor(crate::monitor_cmd::MonitorArgs),
     /// Move runs between stores (`store copy SRC DST`: SQLite to Postgres and back).
     Store(crate::store_cmd::StoreCommandArgs),
 }

@@ -88,6 +88,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Report(args) => crate::report_cmd::report(args),
         Command::Worker(args) => crate::worker_cmd::worker(args),
         Command::Store(args) => crate::store_cmd::store(args),
+        Command::Monitor(args) => crate::monitor_cmd::monitor_cmd(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;
@@ -104,7 +105,10 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
 }
 
 /// The config path from `--config`, else `DIR/oloproof.yaml`, else `./oloproof.yaml`.
-fn config_path(location: &ConfigLocation, dir: Option<&Path>) -> Result<PathBuf, CliError> {
+pub(crate) fn config_path(
+    location: &ConfigLocation,
+    dir: Option<&Path>,
+) -> Result<PathBuf, CliError> {
     if let Some(path) = &location.config {
         return Ok(path.clone());
     }
@@ -152,7 +156,7 @@ fn print_summary(summary: &RunSummary, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
+pub(crate) fn validate_rate(rate: Option<f64>) -> Result<(), CliError> {
     match rate {
         Some(r) if !(0.0..=1.0).contains(&r) => Err(CliError::Usage(format!(
             "--max-error-rate {r} is not a share; use a value in [0, 1], e.g. 0.05"

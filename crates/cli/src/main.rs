@@ -11,6 +11,7 @@ mod generate_cmd;
 mod history_cmd;
 mod interrupt;
 mod metric_cmd;
+mod monitor_cmd;
 mod progress;
 mod refresh_cmd;
 mod report_cmd;

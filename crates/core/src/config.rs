@@ -65,6 +65,9 @@ pub struct ProjectOptions {
     /// Score a fixed, seed-determined subset of the cases (`run --sample N --seed S`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample: Option<SampleOptions>,
+    /// Online evaluation of production traffic (`oloproof monitor`; [`crate::monitor`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<crate::monitor::MonitorOptions>,
 }
 
 /// `sample:`: which subset of the cases a run scores. The choice depends only on the case ids
@@ -839,6 +842,9 @@ pub fn validate(
         let mut err = doc.error_at("sample.size", true, "`sample.size` must be at least 1");
         err.expected = Some("a number of cases, e.g. 30 (remove `sample:` to score all)".into());
         return Err(attribute(err, overrides, "sample.size"));
+    }
+    if let Some(monitor) = &options.monitor {
+        crate::monitor::validate_monitor(doc, overrides, monitor)?;
     }
     let judge_names: Vec<&str> = options.judges.keys().map(String::as_str).collect();
     for (name, c) in &options.calibration {

@@ -14,6 +14,7 @@
 //!   [`calibration`], [`history`] (a score-history line) and [`position`] (the
 //!   lost-in-the-middle harness).
 //! - [`identity`]: canonical JSON and the sha256 content hashes behind every id and cache key.
+//! - [`monitor`]: the `monitor:` section (windows, tiered sampling, SLOs, alerts).
 //! - [`system`]: the [`system::SystemConnection`] trait connectors implement.
 //!
 //! ```
@@ -37,6 +38,7 @@ pub mod external;
 pub mod gate;
 pub mod history;
 pub mod identity;
+pub mod monitor;
 pub mod passage;
 pub mod pipeline;
 pub mod position;

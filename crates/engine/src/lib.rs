@@ -11,7 +11,8 @@
 //! Entry points: [`project::load_config`] (the one place a config is validated, evaluators
 //! included), [`evaluators`] (the registry; [`evaluators::from_json`] builds one evaluator for a
 //! library caller), [`run`] and [`recorded`] (live and recorded runs), [`diagnose`],
-//! [`compare`], [`gate`], [`history`], [`calibrate`], [`generate`] and [`position`]. The engine
+//! [`compare`], [`gate`], [`history`], [`calibrate`], [`generate`], [`position`] and
+//! [`monitor`] (online evaluation of production traffic). The engine
 //! reaches systems through `oloproof-connect`, judges through `oloproof-judge` and the store
 //! through `oloproof-store`; it computes the result records of `oloproof_core` and never prints
 //! them (rendering is `oloproof-report`'s, the terminal the CLI's).
@@ -62,6 +63,7 @@ pub mod generate;
 pub mod history;
 pub mod judged;
 pub mod keys;
+pub mod monitor;
 pub mod pairwise;
 pub mod pipeline;
 pub mod position;

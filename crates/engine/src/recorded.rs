@@ -56,10 +56,30 @@ pub fn start_recorded_run(
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
+    start_recorded_run_as(
+        config,
+        records,
+        dataset_system(config, records),
+        flags,
+        observer,
+    )
+}
+
+/// [`start_recorded_run`] under the given system identity instead of the file's
+/// ([`dataset_system`]). `oloproof monitor` runs a window's selection under one identity for
+/// all its traffic (the traffic file's name, version `traffic`), so the execution key — and
+/// with it every judgment key — does not change when the selection or the file grows:
+/// re-running a window judges nothing twice.
+pub fn start_recorded_run_as(
+    config: &ProjectConfig,
+    records: &Dataset,
+    system: SystemSettings,
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
     let location = config.store_location();
     let mut store = oloproof_store::open(&location)?;
     let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
-    let system = dataset_system(config, records);
     let settings = RunSettings {
         config_path: config.path.clone(),
         config_dir: config.dir.clone(),

@@ -372,7 +372,7 @@ pub enum TokenKind {
 
 /// Every usage the stages of `trace` reported, with its stage; an unreadable generation
 /// `usage` is an error naming the field.
-fn usages(trace: &Trace) -> Result<Vec<(UsageStage, Usage)>, String> {
+pub(crate) fn usages(trace: &Trace) -> Result<Vec<(UsageStage, Usage)>, String> {
     let mut out = Vec::new();
     if let Some(p) = &trace.pipeline {
         if let Some(u) = p.rewrite.as_ref().and_then(|r| r.usage.clone()) {

@@ -1,0 +1,497 @@
+//! `oloproof monitor`: online evaluation of production traffic — windows and segments, tiered
+//! sampling through the recorded-run path, quality SLOs on the Wilson lower bound, the minimum
+//! guardrails as alerts, feedback signals, and a human-review queue (`oloproof_engine::monitor`).
+//!
+//! The config is loaded over the traffic (`monitor.traffic`, or `--traffic FILE`) as
+//! `run --dataset` loads it; a bad `monitor:` key or value is a located error (exit 2).
+//! Exit 4 when error traces of the horizon, or a criterion's missing verdicts, exceed
+//! `--max-error-rate`; else 3 when an alert fired or an SLO is not met; else 0.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::PathBuf;
+
+use oloproof_core::config::ConfigError;
+use oloproof_core::dataset::{load_dataset_with, DatasetEncoding, DatasetFormat, ReadOptions};
+use oloproof_engine::monitor::math::SloState;
+use oloproof_engine::monitor::{
+    monitor, AlertReport, CriterionAggregate, MonitorReport, MonitorRequest,
+};
+use oloproof_engine::run::{RunFlags, Silent};
+use oloproof_engine::EngineError;
+
+use crate::cli::ConfigLocation;
+use crate::commands::{config_path, validate_rate, CliError};
+use crate::exit_codes;
+
+const AFTER_HELP: &str = "The monitor: section (oloproof.yaml, or the file given with --config):
+  monitor:
+    traffic: traffic.jsonl            # trace records with `production` (oloproof import)
+    segments: [metadata.intent]       # one report per segment value
+    window: {size: 1d, rolling: 7d}   # windows on production.timestamp (UTC); SLO/alert horizon
+    sampling:
+      target_judgments: 200           # rate: auto = min(1, 200 / traces per segment and window)
+      seed: 0                         # the draw: sha256(\"<seed>:<trace id>\")
+      always: [errors, negative_feedback]
+      tiers:
+        - {evaluators: [schema_validity], rate: 1.0}
+        - {evaluators: [faithfulness], rate: auto}      # + 100 % of traces tier 0 flagged
+    slos:
+      - {criterion: faithfulness, score_above: 0.8, min_share: 0.95, on: wilson_lower_bound}
+    alerts:
+      - {type: latency_p95, stage: total, max_ms: 1500}
+      - {type: cost_per_request, max_usd: 0.01}         # prices: system.rag.prices
+      - {type: criterion_below, criterion: faithfulness, min: 0.8}
+      - {type: filter_false_exclusion, max_rate: 0.02}
+      - {type: regeneration_rate, band: [0.0, 0.1]}
+
+Decisions read intervals, never points: an SLO is met when the Wilson lower bound reaches
+min_share; latency_p95 and cost_per_request fire when the lower bound is above the maximum,
+criterion_below when the upper bound is below the minimum, filter_false_exclusion when the
+Wilson lower bound is above max_rate, regeneration_rate when the Wilson interval is outside
+the band. Estimates use only the traces the rate drew; always-included and flagged traces
+are judged and counted as `targeted`.
+
+Review: --review-queue N -o review.jsonl writes N blind random judged traces plus the
+low-confidence and thumbs-down ones as `calibrate --labels` rows (label: null); fill each
+label and run `oloproof calibrate --judge J --evaluator E --labels review.jsonl`.
+
+Exit codes:
+  0  no alert fired and every SLO is met
+  2  usage or configuration error (a bad monitor: key or value, at file:line:col)
+  3  an alert fired or an SLO is not met
+  4  error traces of the horizon, or a criterion's missing verdicts, above --max-error-rate";
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct MonitorArgs {
+    /// Project folder holding oloproof.yaml (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
+    /// Override a config value, e.g. `--set monitor.window.size=6h` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) overrides: Vec<String>,
+    /// The traffic (trace JSONL with `production`), instead of `monitor.traffic`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) traffic: Option<PathBuf>,
+    /// Do not read the judgment cache (fresh results are still stored).
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+    /// Largest share of error traces in the horizon (and of missing verdicts per criterion)
+    /// before the monitor exits 4 (default: the config's `max_error_rate`, else 0).
+    #[arg(long, value_name = "SHARE")]
+    pub(crate) max_error_rate: Option<f64>,
+    /// Stop judging once the judges have spent this many dollars.
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
+    /// Write a human-review queue of N blind random judged traces, plus the low-confidence and
+    /// thumbs-down ones, to -o.
+    #[arg(long, value_name = "N", requires = "output")]
+    pub(crate) review_queue: Option<usize>,
+    /// Where --review-queue writes (JSONL rows `calibrate --labels` reads).
+    #[arg(short, long, value_name = "FILE", requires = "review_queue")]
+    pub(crate) output: Option<PathBuf>,
+    /// The report as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `oloproof monitor`.
+pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
+    validate_rate(args.max_error_rate)?;
+    if args.max_cost.is_some_and(|c| !(c.is_finite() && c >= 0.0)) {
+        return Err(CliError::Usage(
+            "--max-cost takes a non-negative amount of dollars, e.g. 2.50".into(),
+        ));
+    }
+    let path = config_path(&args.location, args.dir.as_deref())?;
+    let given = args
+        .traffic
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()?;
+    // The traffic is the config's dataset; `monitor.traffic` is only known once it is read,
+    // so a stand-in is named until then (nothing opens it before it is replaced).
+    let stand_in = given
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("monitor.traffic"));
+    let mut config =
+        oloproof_engine::project::load_config_for_dataset(&path, &args.overrides, &stand_in)?;
+    args.location.apply_store(&mut config)?;
+    let m = oloproof_engine::monitor::monitor_options(&config)?.clone();
+    let traffic = match (&given, &m.traffic) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) => std::path::absolute(config.dir.join(t))?,
+        (None, None) => {
+            let mut err = config.error_at("monitor", "no traffic to monitor");
+            err.help = Some(
+                "add `traffic: traffic.jsonl` under `monitor:`, or pass --traffic FILE".into(),
+            );
+            return Err(CliError::Config(ConfigError::Invalid(err)));
+        }
+    };
+    config.options.dataset = Some(traffic.display().to_string());
+    let read = ReadOptions {
+        format: Some(DatasetFormat::Trace),
+        encoding: Some(DatasetEncoding::Jsonl),
+        max_error_rate: args.max_error_rate.unwrap_or(config.options.max_error_rate),
+    };
+    let dataset = load_dataset_with(&traffic, &read).map_err(EngineError::from)?;
+    {
+        let mut err = std::io::stderr().lock();
+        for warning in &dataset.warnings {
+            writeln!(err, "warning: {warning}")?;
+        }
+        for skipped in &dataset.skipped {
+            write!(err, "warning: row skipped: {skipped}")?;
+        }
+    }
+    crate::interrupt::watch(config.store_location());
+    let shown = args
+        .traffic
+        .clone()
+        .or_else(|| m.traffic.as_ref().map(PathBuf::from))
+        .unwrap_or_else(|| traffic.clone());
+    let out = monitor(
+        &MonitorRequest {
+            config: &config,
+            traffic: &dataset,
+            traffic_path: &shown,
+            flags: RunFlags {
+                no_cache: args.no_cache,
+                max_error_rate: args.max_error_rate,
+                max_cost: args.max_cost,
+                detach: false,
+            },
+            review_queue: args.review_queue,
+        },
+        &mut Silent,
+    )?;
+    if let Some(file) = &args.output {
+        let mut text = String::new();
+        for row in &out.review_rows {
+            text.push_str(&serde_json::to_string(row).unwrap_or_default());
+            text.push('\n');
+        }
+        std::fs::write(file, text)?;
+    }
+    let report = &out.report;
+    {
+        let mut stdout = std::io::stdout().lock();
+        if args.json {
+            writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string_pretty(report).unwrap_or_default()
+            )?;
+        } else {
+            write!(stdout, "{}", render(report, args.output.as_deref()))?;
+        }
+    }
+    let mut err = std::io::stderr().lock();
+    if !report.incomplete.is_empty() {
+        for line in &report.incomplete {
+            writeln!(err, "error: {line}; exit 4")?;
+        }
+        return Ok(exit_codes::INCOMPLETE);
+    }
+    if report.breached() {
+        return Ok(exit_codes::GATE_BLOCKED);
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn num(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn criterion_cell(a: &CriterionAggregate) -> String {
+    let s = &a.summary;
+    let mut cell = format!("{:<22}", s.criterion);
+    match (s.value, s.passed) {
+        (Some(v), Some(k)) => {
+            let _ = write!(cell, " {}/{} = {}", k, s.observed, pct(v));
+        }
+        (Some(v), None) => {
+            let _ = write!(cell, " mean {}", num(v));
+        }
+        (None, _) => cell.push_str(" —"),
+    }
+    if let Some([lo, hi]) = s.interval {
+        let _ = if s.passed.is_some() {
+            write!(cell, " [{}, {}]", pct(lo), pct(hi))
+        } else {
+            write!(cell, " [{}, {}]", num(lo), num(hi))
+        };
+    }
+    let _ = write!(
+        cell,
+        " · {} observed · {} missing · {} excluded",
+        s.observed, s.missing, s.excluded
+    );
+    if a.targeted > 0 {
+        let _ = write!(cell, " · {} targeted (not in the estimate)", a.targeted);
+    }
+    for (name, q) in [("p10", &a.p10), ("p25", &a.p25)] {
+        if let Some(q) = q {
+            let _ = write!(cell, " · {name} {}", num(q.value));
+            match q.interval {
+                Some([lo, hi]) => {
+                    let _ = write!(cell, " [{}, {}]", num(lo), num(hi));
+                }
+                None => cell.push_str(" (no interval)"),
+            }
+        }
+    }
+    if let Some(u) = &a.under {
+        if let (Some(share), Some([lo, hi])) = (u.share, u.interval) {
+            let _ = write!(
+                cell,
+                " · ≤ {} {} [{}, {}]",
+                num(u.threshold),
+                pct(share),
+                pct(lo),
+                pct(hi)
+            );
+        }
+    }
+    cell
+}
+
+fn changes_text(c: &oloproof_engine::monitor::ChangeMarkers) -> Option<String> {
+    let mut parts = Vec::new();
+    for (what, changed, values) in [
+        ("code", c.code_changed, &c.code),
+        ("model", c.model_changed, &c.model),
+        ("config", c.config_changed, &c.config),
+    ] {
+        if changed {
+            parts.push(format!("{what} changed ({})", values.join(", ")));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+fn alert_line(a: &AlertReport) -> String {
+    let head = match a.status {
+        "fired" => "FIRED",
+        "insufficient" => "n/a  ",
+        _ => "ok   ",
+    };
+    let mut line = format!(
+        "  {head} {} {} · {}: {}",
+        a.kind, a.subject, a.segment, a.why
+    );
+    if a.fired {
+        match changes_text(&a.changes) {
+            Some(c) => {
+                let _ = write!(line, "; in the horizon: {c}");
+            }
+            None => line.push_str("; no code, model or config change seen in the horizon"),
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// The terminal report.
+fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
+    let mut o = String::new();
+    let t = &r.traffic;
+    let _ = writeln!(
+        o,
+        "Traffic: {} · {} records, {} in windows, {} without a timestamp{}",
+        t.path,
+        t.records,
+        t.timed,
+        t.untimed,
+        if t.skipped_rows > 0 {
+            format!(", {} rows skipped", t.skipped_rows)
+        } else {
+            String::new()
+        }
+    );
+    for u in &t.untimed_examples {
+        let _ = writeln!(o, "  not in a window: {} ({})", u.id, u.reason);
+    }
+    let w = &r.window;
+    let _ = writeln!(
+        o,
+        "Windows: {} · horizon {} ({} window{}){}",
+        w.size,
+        w.rolling,
+        w.horizon_windows,
+        if w.horizon_windows == 1 { "" } else { "s" },
+        match (&w.horizon_start, &w.horizon_end) {
+            (Some(a), Some(b)) => format!(": {a} → {b}"),
+            _ => String::new(),
+        }
+    );
+    let s = &r.sampling;
+    let _ = writeln!(
+        o,
+        "Sampling: seed {} · target {} judgments per segment and window · always: {}",
+        s.seed,
+        s.target_judgments,
+        if s.always.is_empty() {
+            "(none)".to_string()
+        } else {
+            s.always.join(", ")
+        }
+    );
+    for tier in &s.tiers {
+        let reasons: Vec<String> = tier
+            .by_reason
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  tier {} [{}] rate {}{}: {} selected ({}) · {} judged, {} from the judgment cache · {} flagged{}",
+            tier.tier,
+            tier.evaluators.join(", "),
+            tier.rate.as_str().map_or_else(|| tier.rate.to_string(), str::to_string),
+            if tier.takes_flagged { " + flagged" } else { "" },
+            tier.selected,
+            if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") },
+            tier.judgments_fresh,
+            tier.judgments_cached,
+            tier.flagged,
+            tier.run_id.as_ref().map(|id| format!(" · {id}")).unwrap_or_default()
+        );
+    }
+    for win in &r.windows {
+        let _ = writeln!(
+            o,
+            "\nWindow {} → {}{}",
+            win.start,
+            win.end,
+            if win.in_horizon {
+                " (in the horizon)"
+            } else {
+                ""
+            }
+        );
+        for seg in &win.segments {
+            let _ = writeln!(
+                o,
+                "  {} · {} traces · {} errors",
+                seg.segment, seg.traces, seg.errors
+            );
+            for c in &seg.criteria {
+                let _ = writeln!(o, "    {}", criterion_cell(c));
+            }
+        }
+        let f = &win.feedback;
+        let reasons: Vec<String> = f
+            .down_reasons
+            .iter()
+            .map(|(k, v)| format!("\"{k}\" {v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  feedback: thumbs up {} · thumbs down {}{} · regenerated {} · copied {} · follow-ups {}",
+            f.thumbs_up,
+            f.thumbs_down,
+            if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) },
+            f.regenerated,
+            f.copied,
+            f.follow_up
+        );
+        if let Some(c) = changes_text(&win.changes) {
+            let _ = writeln!(o, "  changes: {c}");
+        }
+    }
+    if !r.slos.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nSLOs over the horizon (decided on the Wilson lower bound):"
+        );
+        for slo in &r.slos {
+            let d = &slo.decision;
+            let state = match d.state {
+                SloState::Met => "MET",
+                SloState::NotDemonstrated => "NOT DEMONSTRATED",
+                SloState::Violated => "VIOLATED",
+                SloState::NoData => "NO DATA",
+            };
+            let detail = match (d.share, d.lower_bound) {
+                (Some(share), Some(lb)) => format!(
+                    "{}/{} above {} ({}), lower bound {} {} {} · error budget: {} failures allowed, {} seen, {}",
+                    d.good,
+                    d.n,
+                    num(slo.score_above),
+                    pct(share),
+                    pct(lb),
+                    if lb >= slo.min_share { "≥" } else { "<" },
+                    pct(slo.min_share),
+                    d.allowed_failures,
+                    d.failures,
+                    if d.budget_left >= 0 {
+                        format!("{} left", d.budget_left)
+                    } else {
+                        format!("{} over", -d.budget_left)
+                    }
+                ),
+                _ => "no sampled judgment in the horizon".to_string(),
+            };
+            let _ = writeln!(
+                o,
+                "  {state} {} > {} for ≥ {} · {}: {detail}",
+                slo.criterion,
+                num(slo.score_above),
+                pct(slo.min_share),
+                slo.segment
+            );
+        }
+    }
+    if !r.alerts.is_empty() {
+        let _ = writeln!(o, "\nAlerts over the horizon (decided on intervals):");
+        for a in &r.alerts {
+            o.push_str(&alert_line(a));
+        }
+    }
+    if let (Some(review), Some(file)) = (&r.review, review_file) {
+        let reasons: Vec<String> = review
+            .by_reason
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "\nReview queue: {} rows ({}) written to {}; fill each `label`, then `oloproof calibrate --judge J --evaluator E --labels {}`",
+            review.rows,
+            if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") },
+            file.display(),
+            file.display()
+        );
+    }
+    let fired = r.alerts.iter().filter(|a| a.fired).count();
+    let unmet = r.slos.iter().filter(|s| s.decision.state.fails()).count();
+    let _ = writeln!(
+        o,
+        "\nMonitor: {} · {fired} alert{} fired · {unmet} of {} SLO{} not met · {} of {} traces of the horizon in error",
+        if !r.incomplete.is_empty() {
+            "INCOMPLETE (exit 4)"
+        } else if r.breached() {
+            "BREACH (exit 3)"
+        } else {
+            "OK"
+        },
+        if fired == 1 { "" } else { "s" },
+        r.slos.len(),
+        if r.slos.len() == 1 { "" } else { "s" },
+        r.errors.errors,
+        r.errors.traces
+    );
+    o
+}
