@@ -808,6 +808,8 @@ mod tests {
         let hit = from_json(&json!({"type": "hit_rate", "k": 1})).unwrap();
         assert_eq!(evaluate(hit.as_ref(), &c, &t, None).verdict, Verdict::Pass);
         // Passage text was not: a context-text reader is excluded.
+        t.production.as_mut().unwrap().not_recorded =
+            vec!["context.text".into(), "latency_ms.generate".into()];
         let grounding = from_json(&json!({"type": "entity_grounding"})).unwrap();
         assert_eq!(
             evaluate(grounding.as_ref(), &c, &t, None).detail["not_recorded"],
