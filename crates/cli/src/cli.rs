@@ -49,6 +49,11 @@ pub(crate) enum Command {
     Fuse(FuseArgs),
     /// Write a run's finished cases as a Ragas dataset (JSONL), e.g. for `run --dataset`.
     Export(crate::export_cmd::ExportArgs),
+    /// Turn production traces (OTLP JSON Lines or protobuf; OpenInference and OpenTelemetry
+    /// GenAI attributes) into trace records for `run --dataset`, naming what the spans did not
+    /// record.
+    #[command(after_help = IMPORT_HELP)]
+    Import(crate::import_cmd::ImportArgs),
     /// The score history: a table, `--plot FILE.svg`, or `append RUN_ID` to add stored runs.
     History(crate::history_cmd::HistoryArgs),
     /// Absolute quality gate: thresholds on a run's values or interval bounds (or a window of
@@ -73,6 +78,24 @@ pub(crate) enum Command {
     /// Move runs between stores (`store copy SRC DST`: SQLite to Postgres and back).
     Store(crate::store_cmd::StoreCommandArgs),
 }
+
+/// `import --help`'s epilogue: what is read and the exit codes.
+const IMPORT_HELP: &str = "Reads OTLP JSON Lines of TracesData (the Collector's file exporter; camelCase or snake_case keys,
+hex or base64 ids), one OTLP JSON document, or binary ExportTraceServiceRequest protobuf. Spans are
+grouped by trace id into one record each: question, rewrites, every retrieval, rerank in and out,
+answer, per-stage latency, tokens, TTFT, feedback (gen_ai.evaluation.result events), error and
+segments (metadata, session.id, user.id, tag.tags), from OpenInference and OpenTelemetry GenAI
+attributes. What the spans did not carry is listed in production.not_recorded; evaluators that
+read it exclude the case (not_recorded).
+
+Example:
+  oloproof import traces.jsonl -o traffic.jsonl --corpus corpus.jsonl
+  oloproof run --dataset traffic.jsonl
+
+Exit codes:
+  0  imported
+  2  unusable arguments: a missing or unreadable file, a corpus that does not parse
+  4  more spans dropped (unreadable lines, truncated protobuf, duplicate ids, ...) than --max-error-rate";
 
 /// Where the config (and so the store) is.
 #[derive(Debug, Args, Clone)]

@@ -80,6 +80,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::LostInTheMiddle(args) => lost_in_the_middle(args),
         Command::Metric(args) => crate::metric_cmd::metric(args),
         Command::Export(args) => crate::export_cmd::export(args),
+        Command::Import(args) => crate::import_cmd::import(args),
         Command::History(args) => crate::history_cmd::history(args),
         Command::Gate(args) => crate::gate_cmd::gate(args),
         Command::Refresh(args) => crate::refresh_cmd::refresh(args),

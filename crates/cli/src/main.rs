@@ -9,6 +9,7 @@ mod export_cmd;
 mod gate_cmd;
 mod generate_cmd;
 mod history_cmd;
+mod import_cmd;
 mod interrupt;
 mod metric_cmd;
 mod monitor_cmd;

@@ -4,8 +4,9 @@
 //! gold ids and instrumentation that logs the applied predicates").
 //!
 //! A malformed line is an error at `file:line:column` naming the key, reported before anything
-//! runs. Only `doc_id` and `metadata` are read; other keys (`text`, `title`, …) are allowed and
-//! ignored, so a corpus export can be used as it is.
+//! runs. `doc_id`, `metadata` and `text` (a string: the passage text `oloproof import` puts
+//! back into traces whose spans did not capture content) are read; other keys (`title`, …) are
+//! allowed and ignored, so a corpus export can be used as it is.
 
 use std::collections::HashMap;
 
@@ -20,6 +21,8 @@ use crate::source::SourceError;
 pub struct Corpus {
     /// Metadata by `doc_id` (an empty map for a document without `metadata`).
     pub documents: HashMap<String, Map<String, Value>>,
+    /// Text by `doc_id`, for the documents whose line has a string `text`.
+    pub texts: HashMap<String, String>,
 }
 
 impl Corpus {
@@ -27,6 +30,7 @@ impl Corpus {
     /// skipped).
     pub fn parse(path: &str, text: &str) -> Result<Self, Vec<SourceError>> {
         let mut documents = HashMap::new();
+        let mut texts = HashMap::new();
         let mut first_line: HashMap<String, usize> = HashMap::new();
         let mut errors = Vec::new();
         for (idx, line) in text.lines().enumerate() {
@@ -111,10 +115,13 @@ impl Corpus {
                 errors.push(err);
                 continue;
             }
+            if let Some(Value::String(text)) = obj.shift_remove("text") {
+                texts.insert(doc_id.clone(), text);
+            }
             documents.insert(doc_id, metadata);
         }
         if errors.is_empty() {
-            Ok(Corpus { documents })
+            Ok(Corpus { documents, texts })
         } else {
             Err(errors)
         }
@@ -182,10 +189,12 @@ mod tests {
 {"doc_id": "d2", "metadata": {"tenant": "acme", "locale": "en-GB"}}
 {"doc_id": "d3", "metadata": {"tenant": "globex", "locale": "en-US"}}
 {"doc_id": "d4", "metadata": {"tenant": "acme", "locale": "en-US"}}
-{"doc_id": "d5", "metadata": {"tenant": "acme", "locale": "de-DE"}, "text": "ignored"}
+{"doc_id": "d5", "metadata": {"tenant": "acme", "locale": "de-DE"}, "text": "kept"}
 "#,
         )
         .unwrap();
+        assert_eq!(corpus.texts.get("d5").map(String::as_str), Some("kept"));
+        assert_eq!(corpus.texts.get("d1"), None);
         let f = |field: &str, value: &str| -> Filter {
             serde_json::from_value(json!({"field": field, "op": "=", "value": value})).unwrap()
         };

@@ -594,7 +594,7 @@ fn judge(
         // A failed case is judged (every criterion missing or excluded), never cached.
         return evaluators
             .iter()
-            .map(|e| e.evaluate(case, trace, Some(env)))
+            .map(|e| crate::evaluators::evaluate(e.as_ref(), case, trace, Some(env)))
             .collect();
     }
     let exec = execution_key(system, case);
@@ -605,7 +605,7 @@ fn judge(
         .map(|(e, key)| {
             if !e.judgment_cacheable() {
                 // It reads the run's measurements, which the key does not hold.
-                return e.evaluate(case, trace, Some(env));
+                return crate::evaluators::evaluate(e.as_ref(), case, trace, Some(env));
             }
             if let Some(v) = cache.get_json::<CriterionVerdict>(layer::JUDGMENT, &key) {
                 counts.record(true);
@@ -617,7 +617,7 @@ fn judge(
                 return v;
             }
             counts.record(false);
-            let v = e.evaluate(case, trace, Some(env));
+            let v = crate::evaluators::evaluate(e.as_ref(), case, trace, Some(env));
             writes.extend(judge_cache.take_writes());
             if !matches!(v.verdict, Verdict::Missing { .. }) {
                 if let Ok(json) = serde_json::to_string(&v) {

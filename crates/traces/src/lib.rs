@@ -13,6 +13,39 @@
 //!    `production` key), naming what the spans did not carry instead of guessing it.
 //!
 //! Nothing is dropped silently: [`problems::ImportSummary`] adds up to the spans read.
+//!
+//! ```
+//! use oloproof_traces::{decode_json_line, Assembler, AssembleOptions};
+//! use oloproof_traces::span::{Decoded, Location};
+//!
+//! let line = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{
+//!   "traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331",
+//!   "name":"rag","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000400000000",
+//!   "attributes":[{"key":"input.value","value":{"stringValue":"How long do refunds take?"}},
+//!                 {"key":"output.value","value":{"stringValue":"14 days."}}]}]}]}]}"#;
+//! let mut decoded = Decoded::default();
+//! let at = Location { file: "traces.jsonl".into(), line: Some(1), byte_offset: None };
+//! decode_json_line(line, &at, &mut decoded);
+//! let mut assembler = Assembler::new(AssembleOptions::default(), None);
+//! assembler.push(decoded);
+//! let (records, summary) = assembler.finish();
+//! assert_eq!(records[0]["answer"], "14 days.");
+//! assert_eq!(records[0]["latency_ms"]["total"], 400.0);
+//! assert!(records[0]["production"]["not_recorded"].as_array().unwrap().contains(&"retrieval".into()));
+//! assert!(summary.adds_up());
+//! ```
 
+#![warn(missing_docs)]
+
+pub mod assemble;
+pub mod conventions;
+pub mod error;
+pub mod otlp;
 pub mod problems;
 pub mod span;
+
+pub use assemble::{AssembleOptions, Assembler};
+pub use error::RequestError;
+pub use otlp::{
+    decode_json_document, decode_json_line, decode_protobuf, decode_request, InputFormat,
+};

@@ -31,6 +31,14 @@ pub struct ImportSummary {
     pub spans_dropped: BTreeMap<String, u64>,
     /// Records (traces) written.
     pub records: u64,
+    /// Input records read as nothing at all — a JSON line that is not JSON or not
+    /// `TracesData`, protobuf cut or corrupt outside any span — whose spans (if any) cannot
+    /// be counted; each is under its problem kind in [`Self::problems`].
+    #[serde(default)]
+    pub records_dropped: u64,
+    /// [`Self::records_dropped`] by problem kind.
+    #[serde(default)]
+    pub records_dropped_by: BTreeMap<String, u64>,
     /// Every problem by kind (dropping or not).
     pub problems: BTreeMap<String, u64>,
     /// The first problems, located (at most [`ImportSummary::FIRST`]).
@@ -51,6 +59,50 @@ impl ImportSummary {
 
     /// Whether the accounting adds up: read = used + dropped.
     pub fn adds_up(&self) -> bool {
-        self.spans_read == self.spans_used + self.spans_dropped.values().sum::<u64>()
+        self.spans_read == self.spans_used + self.dropped()
+    }
+
+    /// Spans dropped, all kinds.
+    pub fn dropped(&self) -> u64 {
+        self.spans_dropped.values().sum()
+    }
+
+    /// Counts a dropped span under `kind` and notes its problem.
+    pub fn drop_span(&mut self, problem: Problem) {
+        *self.spans_dropped.entry(problem.kind.clone()).or_default() += 1;
+        self.note(problem);
+    }
+
+    /// Counts an input record that could not be read at all under `kind` and notes its
+    /// problem.
+    pub fn drop_record(&mut self, problem: Problem) {
+        self.records_dropped += 1;
+        *self
+            .records_dropped_by
+            .entry(problem.kind.clone())
+            .or_default() += 1;
+        self.note(problem);
+    }
+
+    /// Adds `other`'s counts to these (the located problems kept up to [`Self::FIRST`]).
+    pub fn merge(&mut self, other: ImportSummary) {
+        self.spans_read += other.spans_read;
+        self.spans_used += other.spans_used;
+        self.records += other.records;
+        self.records_dropped += other.records_dropped;
+        for (k, n) in other.records_dropped_by {
+            *self.records_dropped_by.entry(k).or_default() += n;
+        }
+        for (k, n) in other.spans_dropped {
+            *self.spans_dropped.entry(k).or_default() += n;
+        }
+        for (k, n) in other.problems {
+            *self.problems.entry(k).or_default() += n;
+        }
+        for p in other.first {
+            if self.first.len() < Self::FIRST {
+                self.first.push(p);
+            }
+        }
     }
 }

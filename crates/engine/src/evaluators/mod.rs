@@ -126,6 +126,119 @@ pub trait Evaluator: Send + Sync {
         let _ = case;
         None
     }
+    /// The trace fields it reads (`input`, `answer`, `citations`, `retrieval`,
+    /// `context.text`, `latency_ms.generate`, `usage`, …, as
+    /// [`oloproof_core::production::Production::not_recorded`] names them): when an imported
+    /// trace did not record one, the case is `excluded` with the reason `not_recorded`
+    /// ([`evaluate`]). The default is [`default_reads`] of its identity.
+    fn reads(&self) -> Vec<String> {
+        default_reads(self.identity())
+    }
+}
+
+/// What every evaluator type reads ([`Evaluator::reads`]), by type, with the options that
+/// choose a field (`field:` of a rule or classifier, `stage:` of `latency`). A type not
+/// listed reads everything content-bearing — `input`, `answer`, `citations`, `retrieval`,
+/// `context` — so an evaluator added without a declaration never scores a field production
+/// did not record.
+pub fn default_reads(entry: &EvaluatorEntry) -> Vec<String> {
+    let option = |key: &str| entry.options.get(key).and_then(Value::as_str);
+    let fields: &[&str] = match entry.type_name.as_str() {
+        "contains"
+        | "exact_match"
+        | "token_f1"
+        | "schema_validity"
+        | "regex"
+        | "forbidden_terms"
+        | "max_length"
+        | "pii_in_answer"
+        | "classifier"
+        | "ragas_exact_match"
+        | "string_presence"
+        | "non_llm_string_similarity"
+        | "bleu_score"
+        | "rouge_score"
+        | "factual_correctness"
+        | "answer_correctness"
+        | "semantic_similarity"
+        | "abstention" => {
+            return vec![option("field").unwrap_or("answer").to_string()];
+        }
+        "hit_rate" | "recall" | "precision" | "mrr" | "ndcg" | "filter_exclusion"
+        | "hop_recall" | "fusion_uplift" => &["retrieval"],
+        "rerank_uplift" => &["retrieval", "pipeline.pre_rerank"],
+        "rewrite_uplift" => &["retrieval", "pipeline.rewrite"],
+        "context_noise" | "context_compression" => &["retrieval", "context.text"],
+        "non_llm_context_precision_with_reference" | "non_llm_context_recall" => &["context.text"],
+        "context_precision" | "context_recall" => &["input", "context.text"],
+        "answer_relevancy" | "question_similarity" => &["input", "answer"],
+        "citation_validity" => &["answer", "citations"],
+        "citation_recall" | "citation_precision" | "citation_support_judge" => {
+            &["answer", "citations", "context.text"]
+        }
+        "groundedness_judge"
+        | "claim_support"
+        | "entity_grounding"
+        | "context_utilisation"
+        | "evidence_coverage"
+        | "context_support"
+        | "task_acceptance"
+        | "stale_evidence" => &["answer", "context.text"],
+        "faithfulness"
+        | "noise_sensitivity"
+        | "rubric_judge"
+        | "claim_precision"
+        | "claim_recall"
+        | "claim_f1"
+        | "retriever_claim_recall"
+        | "retriever_context_precision"
+        | "generator_context_utilisation"
+        | "generator_noise_sensitivity_relevant"
+        | "generator_noise_sensitivity_irrelevant"
+        | "generator_hallucination"
+        | "generator_self_knowledge"
+        | "generator_faithfulness" => &["input", "answer", "context.text"],
+        "latency" => return vec![format!("latency_ms.{}", option("stage").unwrap_or("total"))],
+        "ttft" => &["ttft_ms"],
+        "tokens" | "cost" => &["usage"],
+        _ => &["input", "answer", "citations", "retrieval", "context"],
+    };
+    fields.iter().map(|f| f.to_string()).collect()
+}
+
+/// `excluded` (`not_recorded`) when `trace` is production traffic that did not record a
+/// field `evaluator` reads ([`Evaluator::reads`]); the detail names the field.
+pub fn not_recorded(evaluator: &dyn Evaluator, trace: &Trace) -> Option<CriterionVerdict> {
+    let production = trace.production.as_ref()?;
+    if production.not_recorded.is_empty() {
+        return None;
+    }
+    let field = evaluator
+        .reads()
+        .into_iter()
+        .find(|f| production.lacks(f))?;
+    let detail = serde_json::json!({
+        "not_recorded": field,
+        "why": format!("the production trace did not record `{field}`, which `{}` reads", evaluator.identity().type_name),
+    });
+    Some(verdict(
+        evaluator.criterion(),
+        Verdict::Excluded {
+            reason: "not_recorded".into(),
+        },
+        detail,
+    ))
+}
+
+/// Judges one case: [`not_recorded`] first (one check for every evaluator), then the
+/// evaluator itself. Every judging path of the engine goes through here.
+pub fn evaluate(
+    evaluator: &dyn Evaluator,
+    case: &Case,
+    trace: &Trace,
+    judges: Option<&JudgeEnv<'_>>,
+) -> CriterionVerdict {
+    not_recorded(evaluator, trace).unwrap_or_else(|| evaluator.evaluate(case, trace, judges))
 }
 
 /// A part of the pipeline an evaluator reads ([`Evaluator::pipeline_needs`]).
@@ -687,6 +800,58 @@ mod tests {
         let strict =
             from_json(&json!({"type": "citation_validity", "require_citations": true})).unwrap();
         assert_eq!(strict.evaluate(&c, &t, None).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn fields_production_did_not_record_exclude_the_case() {
+        let c = case(r#"[{"doc_id":"a"}]"#);
+        let mut t = trace(&["a"]);
+        t.production = Some(oloproof_core::production::Production {
+            not_recorded: vec![
+                "answer".into(),
+                "retrieval.text".into(),
+                "latency_ms.generate".into(),
+            ],
+            ..Default::default()
+        });
+        let contains = from_json(&json!({"type": "contains"})).unwrap();
+        let v = evaluate(contains.as_ref(), &c, &t, None);
+        assert_eq!(
+            v.verdict,
+            Verdict::Excluded {
+                reason: "not_recorded".into()
+            }
+        );
+        assert_eq!(v.detail["not_recorded"], json!("answer"));
+        // Document ids were recorded: ranking still judges.
+        let hit = from_json(&json!({"type": "hit_rate", "k": 1})).unwrap();
+        assert_eq!(evaluate(hit.as_ref(), &c, &t, None).verdict, Verdict::Pass);
+        // Passage text was not: a context-text reader is excluded.
+        t.production.as_mut().unwrap().not_recorded =
+            vec!["context.text".into(), "latency_ms.generate".into()];
+        let grounding = from_json(&json!({"type": "entity_grounding"})).unwrap();
+        assert_eq!(
+            evaluate(grounding.as_ref(), &c, &t, None).detail["not_recorded"],
+            json!("context.text")
+        );
+        let latency = from_json(&json!({"type": "latency", "stage": "generate"})).unwrap();
+        assert_eq!(latency.reads(), ["latency_ms.generate"]);
+        assert!(not_recorded(latency.as_ref(), &t).is_some());
+        let total = from_json(&json!({"type": "latency"})).unwrap();
+        assert!(not_recorded(total.as_ref(), &t).is_none());
+        // A rule on another field reads that field.
+        let rule = from_json(&json!({"type": "max_length", "max": 3, "field": "summary"}));
+        if let Ok(rule) = rule {
+            assert_eq!(rule.reads(), ["summary"]);
+        }
+        // Every registered type declares what it reads.
+        for spec in REGISTRY {
+            let entry = EvaluatorEntry::new(spec.name.to_string(), Map::new());
+            assert!(!default_reads(&entry).is_empty(), "{}", spec.name);
+        }
+        // Not production traffic: nothing changes.
+        t.production = None;
+        assert!(not_recorded(contains.as_ref(), &t).is_none());
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! `oloproof import`: production traces in.
+//!
+//! - `the_sdk_app_round_trips`: a small RAG app instrumented with the real OpenTelemetry Python
+//!   SDK and the OpenInference semantic conventions (`fixtures/otel_app/app.py`, pinned in
+//!   scripts/test) writes its spans with the SDK's own OTLP encoder as protobuf, as a
+//!   `json_format` document (camelCase, base64 ids) and as snake_case JSON Lines, plus the ground
+//!   truth of what it did; each file is imported, every field is checked against that truth,
+//!   the three outputs are identical, a corpus fills the text content capture left out, and
+//!   `run --dataset` judges the output (a criterion reading a field not recorded is excluded
+//!   `not_recorded`). Needs `OLOPROOF_REFERENCE_PYTHON` with the SDK; without it the test is
+//!   skipped with a note, unless `OLOPROOF_REQUIRE_REFERENCES=1`.
+//! - `bad_input_is_counted_and_located`: every bad-input kind of issue 15 (a truncated
+//!   protobuf, lines that are not JSON or not `TracesData`, a missing parent, a duplicate span
+//!   id, an end before the start, an attribute of the wrong type, an id of the wrong length):
+//!   the import goes on, the summary adds up, the first problems are located, and the exit code
+//!   follows `--max-error-rate`; a missing file is exit 2.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The interpreter with the OpenTelemetry SDK, or `None` (skip) when not configured.
+fn python() -> Option<String> {
+    let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1");
+    match std::env::var("OLOPROOF_REFERENCE_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                !required,
+                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
+            );
+            let mut err = std::io::stderr().lock();
+            let _ = std::io::Write::write_all(
+                &mut err,
+                b"skipped: OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)\n",
+            );
+            None
+        }
+    }
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn or_absent(v: &Value) -> Option<&Value> {
+    (!v.is_null()).then_some(v)
+}
+
+/// Every field of `record` against what the app did.
+fn check(record: &Value, truth: &Value) {
+    let id = truth["trace_id"].as_str().unwrap();
+    let ctx = |what: &str| format!("trace {id} ({}): {what}", truth["question"]);
+    assert_eq!(record["id"], json!(id), "{}", ctx("id"));
+    assert_eq!(record["input"], truth["input"], "{}", ctx("input"));
+    assert_eq!(
+        record.get("answer"),
+        or_absent(&truth["answer"]),
+        "{}",
+        ctx("answer")
+    );
+    let rewrites = &record["pipeline"]["rewrite"];
+    if truth["rewrites"].as_array().unwrap().is_empty() {
+        assert!(rewrites.is_null(), "{}", ctx("no rewrite"));
+    } else {
+        assert_eq!(
+            rewrites["queries"],
+            truth["rewrites"],
+            "{}",
+            ctx("rewrites")
+        );
+        assert_eq!(
+            rewrites["usage"],
+            truth["rewrite_usage"],
+            "{}",
+            ctx("rewrite usage")
+        );
+    }
+    let lanes = record["pipeline"]["retrievals"].as_array().unwrap();
+    assert_eq!(lanes.len(), 1, "{}", ctx("one retrieval"));
+    assert_eq!(
+        lanes[0]["retrieval"]["candidates"],
+        truth["retrieved"],
+        "{}",
+        ctx("retrieved passages, ranked")
+    );
+    match truth["pre_rerank"].as_array() {
+        Some(ids) => {
+            let got: Vec<&Value> = record["pipeline"]["pre_rerank"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| &p["doc_id"])
+                .collect();
+            assert_eq!(got, ids.iter().collect::<Vec<_>>(), "{}", ctx("pre_rerank"));
+        }
+        None => assert!(record["pipeline"].get("pre_rerank").is_none()),
+    }
+    assert_eq!(
+        record["retrieval"]["candidates"],
+        truth["final"],
+        "{}",
+        ctx("final candidates")
+    );
+    assert_eq!(record["usage"], truth["usage"], "{}", ctx("usage"));
+    assert_eq!(
+        record.get("ttft_ms"),
+        or_absent(&truth["ttft_ms"]),
+        "{}",
+        ctx("ttft")
+    );
+    assert_eq!(
+        record["latency_ms"],
+        truth["latency_ms"],
+        "{}",
+        ctx("latency")
+    );
+    let metadata = record.get("metadata").cloned().unwrap_or(json!({}));
+    assert_eq!(metadata, truth["metadata"], "{}", ctx("segments"));
+    let p = &record["production"];
+    assert_eq!(p["trace_id"], json!(id));
+    assert_eq!(p["source"], json!("otlp"));
+    assert_eq!(p["timestamp"], truth["timestamp"], "{}", ctx("timestamp"));
+    assert_eq!(
+        p.get("feedback").cloned().unwrap_or(json!([])),
+        truth["feedback"],
+        "{}",
+        ctx("feedback")
+    );
+    match truth["error"].as_object() {
+        Some(e) => {
+            assert_eq!(p["error"]["stage"], e["stage"], "{}", ctx("error stage"));
+            assert_eq!(p["error"]["message"], e["message"], "{}", ctx("error"));
+        }
+        None => assert!(p.get("error").is_none(), "{}", ctx("no error")),
+    }
+    assert_eq!(
+        p.get("not_recorded").cloned().unwrap_or(json!([])),
+        truth["not_recorded"],
+        "{}",
+        ctx("not recorded")
+    );
+}
+
+#[test]
+fn the_sdk_app_round_trips() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let app = fixtures().join("otel_app/app.py");
+    let out = Command::new(&py).arg(&app).arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the app failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let truth: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    assert_eq!(truth.len(), 5);
+
+    let mut outputs = Vec::new();
+    for (file, snap) in [
+        ("spans.pb", "import_sdk_protobuf"),
+        ("spans.json", "import_sdk_json_document"),
+        ("spans.jsonl", "import_sdk_json_lines"),
+    ] {
+        let target = format!("{file}.traffic.jsonl");
+        let run = oloproof(dir, &["import", file, "-o", &target]);
+        insta::assert_snapshot!(snap, transcript(&run, dir));
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+        let got = records(&dir.join(&target));
+        assert_eq!(got.len(), truth.len(), "{file}");
+        for (r, t) in got.iter().zip(&truth) {
+            check(r, t);
+        }
+        outputs.push(got);
+    }
+    assert_eq!(outputs[0], outputs[1], "protobuf and the JSON document");
+    assert_eq!(outputs[0], outputs[2], "protobuf and the snake_case lines");
+
+    // Content capture off: the corpus gives the passage text back by document id.
+    let run = oloproof(
+        dir,
+        &[
+            "import",
+            "spans.pb",
+            "-o",
+            "with_corpus.jsonl",
+            "--corpus",
+            "corpus.jsonl",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let with = records(&dir.join("with_corpus.jsonl"));
+    let uncaptured = &truth[3];
+    for p in with[3]["retrieval"]["candidates"].as_array().unwrap() {
+        let doc = p["doc_id"].as_str().unwrap();
+        assert_eq!(p["text"], uncaptured["corpus_text"][doc], "{doc}");
+    }
+    assert_eq!(
+        with[3]["production"]["not_recorded"],
+        json!(["input", "answer", "citations", "ttft_ms"])
+    );
+    assert_eq!(with[0], outputs[0][0], "captured traces are unchanged");
+
+    // `run --dataset` judges the traffic; a criterion on a field not recorded is excluded.
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        "dataset: spans.pb.traffic.jsonl
+evaluators:
+  - {type: max_length, criterion: short_answer, max: 40, unit: words}
+  - {type: latency, stage: generate}
+  - {type: tokens}
+",
+    )
+    .unwrap();
+    let run = oloproof(dir, &["run", "."]);
+    insta::assert_snapshot!("import_traffic_run", transcript(&run, dir));
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let run_id = stdout(&run)
+        .split_whitespace()
+        .find(|w| w.starts_with("run_"))
+        .unwrap()
+        .to_string();
+    let uncaptured_id = truth[3]["trace_id"].as_str().unwrap();
+    let show = oloproof(dir, &["show", &run_id, "--case", uncaptured_id]);
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    let verdicts = stdout(&show);
+    assert!(
+        verdicts
+            .lines()
+            .any(|l| l.contains("short_answer") && l.ends_with("excluded: not_recorded")),
+        "{verdicts}"
+    );
+}
+
+const BAD_LINES: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000002","parentSpanId":"0000000000000001","name":"retrieve","startTimeUnixNano":"1764633600010000000","endTimeUnixNano":"1764633600030000000","attributes":[{"key":"openinference.span.kind","value":{"stringValue":"RETRIEVER"}},{"key":"retrieval.documents.0.document.id","value":{"stringValue":"d1"}},{"key":"retrieval.documents.0.document.score","value":{"doubleValue":"high"}}]}]}]}]}
+not json {
+{"resourceMetrics":[]}
+{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000001","name":"rag.query","startTimeUnixNano":"1764633600000000000","endTimeUnixNano":"1764633600500000000","attributes":[{"key":"input.value","value":{"stringValue":"How long do refunds take?"}},{"key":"output.value","value":{"stringValue":"14 days."}}]},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000002","parentSpanId":"0000000000000001","name":"retrieve again","startTimeUnixNano":"1764633600010000000","endTimeUnixNano":"1764633600030000000"},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000003","parentSpanId":"00000000000000ff","name":"orphan","startTimeUnixNano":"1764633600040000000","endTimeUnixNano":"1764633600050000000"},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000004","parentSpanId":"0000000000000001","name":"generate","startTimeUnixNano":"1764633600400000000","endTimeUnixNano":"1764633600100000000","attributes":[{"key":"openinference.span.kind","value":{"stringValue":"LLM"}},{"key":"llm.token_count.prompt","value":{"stringValue":"many"}}]},{"traceId":"0af765","spanId":"0000000000000005","name":"short id"}]}]}]}
+"#;
+
+#[test]
+fn bad_input_is_counted_and_located() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("bad.jsonl"), BAD_LINES).unwrap();
+    // The SDK app's protobuf (committed: fixtures/import/sdk_spans.pb), cut 9 bytes short.
+    let pb = std::fs::read(fixtures().join("import/sdk_spans.pb")).unwrap();
+    std::fs::write(dir.join("cut.pb"), &pb[..pb.len() - 9]).unwrap();
+
+    let run = oloproof(
+        dir,
+        &["import", "bad.jsonl", "cut.pb", "-o", "traffic.jsonl"],
+    );
+    insta::assert_snapshot!("import_bad_input", transcript(&run, dir));
+    assert_eq!(
+        run.status.code(),
+        Some(4),
+        "dropped spans above the default 0"
+    );
+    let out = stdout(&run);
+    for kind in [
+        "not_json",
+        "not_traces_data",
+        "truncated_protobuf",
+        "missing_parent",
+        "duplicate_span_id",
+        "end_before_start",
+        "wrong_attribute_type",
+        "bad_id",
+    ] {
+        assert!(out.contains(kind), "{kind} in\n{out}");
+    }
+    assert!(out.contains("bad.jsonl:2: not_json"), "{out}");
+    assert!(out.contains("cut.pb (byte "), "{out}");
+    // Every complete trace was still written, and reads back.
+    let got = records(&dir.join("traffic.jsonl"));
+    assert_eq!(got.len(), 6, "the bad file's trace and the five SDK traces");
+    let bad = &got[0];
+    assert_eq!(bad["answer"], json!("14 days."));
+    assert!(bad["latency_ms"].get("generate").is_none());
+    assert!(bad["production"]["not_recorded"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("latency_ms.generate")));
+
+    let lenient = oloproof(
+        dir,
+        &[
+            "import",
+            "bad.jsonl",
+            "cut.pb",
+            "-o",
+            "traffic.jsonl",
+            "--max-error-rate",
+            "0.5",
+        ],
+    );
+    assert_eq!(lenient.status.code(), Some(0), "{}", stderr(&lenient));
+
+    let missing = oloproof(dir, &["import", "nope.jsonl", "-o", "t.jsonl"]);
+    insta::assert_snapshot!("import_missing_file", transcript(&missing, dir));
+    assert_eq!(missing.status.code(), Some(2));
+}

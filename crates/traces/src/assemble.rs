@@ -1,0 +1,1128 @@
+//! Spans to trace records: grouped by trace id, each tree rebuilt from parent ids, one record
+//! per trace in the `trace` dataset format of [`oloproof_core::dataset`] (what `oloproof run
+//! --dataset` reads), with its `production` key.
+//!
+//! What a record holds, and where from ([`crate::conventions`] names the attributes):
+//! - `id`: the trace id; `input`: the root span's `input.value` (`{"question": text}`, or the
+//!   JSON object itself with `input.mime_type = application/json`), else the root's last user
+//!   input message (an `invoke_agent` root);
+//! - `answer`: the root's `output.value` (text, or a JSON object's `answer` / `output` /
+//!   `response`) or output messages, else the last output message of the generating call;
+//! - `pipeline.retrievals`: every retrieval span in start order, its documents ranked by their
+//!   index (OpenInference) or list order (GenAI); `pipeline.question` and `pipeline.rewrite`
+//!   (the retrieval queries that differ from the question, with the usage of the model calls
+//!   that ended before the first retrieval); `pipeline.pre_rerank`: the reranker's input;
+//! - `retrieval`: the final candidates — the reranker's output, or the one retrieval's list
+//!   (with several retrievals and no reranker the final list was not recorded: the spans do
+//!   not say how they were merged). The context given to the generator is that list (the
+//!   reader's rule for a record without `context`);
+//! - `usage` and `ttft_ms`: the generating call (the last model call that is not a rewrite);
+//! - `latency_ms`: per stage, from the first start to the last end of its spans (`rewrite`,
+//!   `retrieve`, `rerank`, `generate`), `total` the root span's duration;
+//! - `metadata`: segments from the spans' `metadata`, `session.id`, `user.id`, `tag.tags` (the
+//!   root's win);
+//! - `production`: trace id, timestamp (the root's start, RFC 3339 UTC), source, feedback
+//!   (`gen_ai.evaluation.result` events and a reader's own), the first span to end in error
+//!   (its stage, message and id), and
+//!   `not_recorded`: every field the spans did not carry (`input`, `answer`, `retrieval`,
+//!   `retrieval.text`, `context`, `context.text`, `citations`, `usage`, `ttft_ms`,
+//!   `pipeline.pre_rerank`, `pipeline.rewrite`, `latency_ms.<stage>`, `timestamp`) — never a
+//!   guess or an empty string in its place.
+//!
+//! Passage text missing from spans (content capture is opt-in) is taken from the corpus by
+//! document id when one is given ([`oloproof_core::corpus::Corpus::texts`]).
+//!
+//! **Streaming.** [`Assembler::push`] takes what a reader decoded, line by line, and returns
+//! the records it can already write: a trace is written once its root span is in, every
+//! parent it names is in, and [`AssembleOptions::grace_spans`] more spans have been read
+//! (children end, and are exported, before their parents, so this is rarely needed; it covers
+//! batches flushed out of order). Memory holds the traces in that window, not the file. A span
+//! arriving for a trace already written is dropped as `late_span`. [`Assembler::finish`]
+//! writes what is left.
+//!
+//! Problems (each counted; `missing_parent`, `extra_root` and `end_before_start` keep the
+//! span; `duplicate_span_id` and `late_span` drop it): a span whose parent is not in the
+//! input is kept under the root; a second span with the same id is dropped; a span that ends
+//! before it starts is kept with its latency unknown.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use oloproof_core::corpus::Corpus;
+use oloproof_core::production::{Feedback, Production, ProductionError};
+use serde_json::{json, Map, Value};
+
+use crate::conventions::{self, Document, IoValue, Notes, Role};
+use crate::problems::{ImportSummary, Problem};
+use crate::span::{Decoded, Span, TraceFeedback};
+
+/// How records are assembled.
+#[derive(Debug, Clone)]
+pub struct AssembleOptions {
+    /// `production.source` of every record (`otlp`, `phoenix`, `langfuse`, `collect`).
+    pub source: String,
+    /// Spans read after a trace is complete before it is written (default 20,000).
+    pub grace_spans: u64,
+}
+
+impl Default for AssembleOptions {
+    fn default() -> Self {
+        AssembleOptions {
+            source: "otlp".into(),
+            grace_spans: 20_000,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    spans: Vec<Span>,
+    /// The span count at which the trace was last seen complete.
+    complete_at: Option<u64>,
+}
+
+/// Groups spans into traces and writes one record per trace (see the module doc).
+pub struct Assembler<'c> {
+    options: AssembleOptions,
+    corpus: Option<&'c Corpus>,
+    pending: HashMap<String, Pending>,
+    /// Traces in the order they were first seen, pruned from the front as they are written
+    /// ([`Assembler::finish`] writes what is left in that order).
+    arrival: VecDeque<String>,
+    ready: VecDeque<(String, u64)>,
+    written: HashSet<String>,
+    feedback: HashMap<String, Vec<Feedback>>,
+    seen: u64,
+    summary: ImportSummary,
+}
+
+impl<'c> Assembler<'c> {
+    /// An assembler resolving missing passage text from `corpus` when given.
+    pub fn new(options: AssembleOptions, corpus: Option<&'c Corpus>) -> Self {
+        Assembler {
+            options,
+            corpus,
+            pending: HashMap::new(),
+            arrival: VecDeque::new(),
+            ready: VecDeque::new(),
+            written: HashSet::new(),
+            feedback: HashMap::new(),
+            seen: 0,
+            summary: ImportSummary::default(),
+        }
+    }
+
+    /// Takes one reader's output; returns the records that are complete.
+    pub fn push(&mut self, decoded: Decoded) -> Vec<Value> {
+        self.summary.merge(decoded.summary);
+        for TraceFeedback {
+            trace_id, feedback, ..
+        } in decoded.feedback
+        {
+            self.feedback.entry(trace_id).or_default().push(feedback);
+        }
+        let mut touched: Vec<String> = Vec::new();
+        let mut touched_set: HashSet<String> = HashSet::new();
+        for span in decoded.spans {
+            self.seen += 1;
+            if self.written.contains(&span.trace_id) {
+                self.summary.drop_span(Problem {
+                    kind: "late_span".into(),
+                    at: span.at.clone(),
+                    message: format!(
+                        "span `{}` of trace {} arrived after the trace was written ({} spans after it was complete); it is dropped — import the trace's spans closer together",
+                        span.name, span.trace_id, self.options.grace_spans
+                    ),
+                });
+                continue;
+            }
+            if !self.pending.contains_key(&span.trace_id) {
+                self.arrival.push_back(span.trace_id.clone());
+            }
+            if touched_set.insert(span.trace_id.clone()) {
+                touched.push(span.trace_id.clone());
+            }
+            self.pending
+                .entry(span.trace_id.clone())
+                .or_default()
+                .spans
+                .push(span);
+        }
+        for id in touched {
+            if let Some(p) = self.pending.get_mut(&id) {
+                if complete(&p.spans) {
+                    p.complete_at = Some(self.seen);
+                    self.ready.push_back((id, self.seen));
+                } else {
+                    p.complete_at = None;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        while let Some((_, at)) = self.ready.front() {
+            if self.seen - at < self.options.grace_spans {
+                break;
+            }
+            let (id, at) = self.ready.pop_front().unwrap_or_default();
+            let still = self
+                .pending
+                .get(&id)
+                .is_some_and(|p| p.complete_at == Some(at));
+            if still {
+                out.extend(self.write(&id));
+            }
+        }
+        out
+    }
+
+    /// Writes every trace left (incomplete ones too, their problems counted) and returns the
+    /// records with the import's accounting.
+    pub fn finish(mut self) -> (Vec<Value>, ImportSummary) {
+        let ids: Vec<String> = self
+            .arrival
+            .iter()
+            .filter(|id| self.pending.contains_key(*id))
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(self.write(&id));
+        }
+        (out, self.summary)
+    }
+
+    /// The accounting so far.
+    pub fn summary(&self) -> &ImportSummary {
+        &self.summary
+    }
+
+    fn write(&mut self, id: &str) -> Option<Value> {
+        let pending = self.pending.remove(id)?;
+        while self
+            .arrival
+            .front()
+            .is_some_and(|a| !self.pending.contains_key(a))
+        {
+            self.arrival.pop_front();
+        }
+        self.written.insert(id.to_string());
+        let feedback = self.feedback.remove(id).unwrap_or_default();
+        let record = build(
+            id,
+            pending.spans,
+            feedback,
+            self.corpus,
+            &self.options.source,
+            &mut self.summary,
+        );
+        Some(record)
+    }
+}
+
+/// A root is in and every parent named is in.
+fn complete(spans: &[Span]) -> bool {
+    let ids: HashSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
+    spans.iter().any(|s| s.parent_span_id.is_none())
+        && spans
+            .iter()
+            .all(|s| s.parent_span_id.as_deref().is_none_or(|p| ids.contains(p)))
+}
+
+/// One trace's record (see the module doc). Spans dropped or kept with a problem are counted
+/// in `summary`.
+fn build(
+    trace_id: &str,
+    spans: Vec<Span>,
+    external_feedback: Vec<Feedback>,
+    corpus: Option<&Corpus>,
+    source: &str,
+    summary: &mut ImportSummary,
+) -> Value {
+    // Duplicates: the first span with an id is kept.
+    let mut first_at: HashMap<String, String> = HashMap::new();
+    let mut kept: Vec<Span> = Vec::with_capacity(spans.len());
+    for span in spans {
+        if let Some(first) = first_at.get(&span.span_id) {
+            summary.drop_span(Problem {
+                kind: "duplicate_span_id".into(),
+                at: span.at.clone(),
+                message: format!(
+                    "span id {} appears twice in trace {trace_id} (first at {first}); the second (`{}`) is dropped",
+                    span.span_id, span.name
+                ),
+            });
+            continue;
+        }
+        first_at.insert(span.span_id.clone(), span.at.to_string());
+        kept.push(span);
+    }
+    for s in &kept {
+        if let (Some(start), Some(end)) = (s.start_unix_nano, s.end_unix_nano) {
+            if end < start {
+                summary.note(Problem {
+                    kind: "end_before_start".into(),
+                    at: s.at.clone(),
+                    message: format!(
+                        "span `{}` ({}) ends {} ms before it starts; kept, its latency unknown",
+                        s.name,
+                        s.span_id,
+                        (start - end) as f64 / 1e6
+                    ),
+                });
+            }
+        }
+    }
+    // Time order (input order among equal or unknown starts).
+    kept.sort_by_key(|s| s.start_unix_nano.unwrap_or(u64::MAX));
+    let ids: HashSet<&str> = kept.iter().map(|s| s.span_id.as_str()).collect();
+    let root_index = kept
+        .iter()
+        .position(|s| s.parent_span_id.is_none())
+        .unwrap_or(0);
+    let mut problems: Vec<Problem> = Vec::new();
+    for (i, s) in kept.iter().enumerate() {
+        match &s.parent_span_id {
+            Some(p) if !ids.contains(p.as_str()) => problems.push(Problem {
+                kind: "missing_parent".into(),
+                at: s.at.clone(),
+                message: format!(
+                    "span `{}` names parent {p}, which is not in the input (trace {trace_id}); kept under the root",
+                    s.name
+                ),
+            }),
+            None if i != root_index => problems.push(Problem {
+                kind: "extra_root".into(),
+                at: s.at.clone(),
+                message: format!(
+                    "span `{}` is a second root of trace {trace_id}; kept under the first (`{}`)",
+                    s.name, kept[root_index].name
+                ),
+            }),
+            _ => {}
+        }
+    }
+    for p in problems {
+        summary.note(p);
+    }
+    summary.spans_used += kept.len() as u64;
+    summary.records += 1;
+
+    let mut notes: Vec<(usize, Notes)> = Vec::new();
+    let root = &kept[root_index];
+    let roles: Vec<Role> = kept.iter().map(conventions::role).collect();
+    let of = |r: Role| -> Vec<usize> { (0..kept.len()).filter(|&i| roles[i] == r).collect() };
+    let retrievers = of(Role::Retriever);
+    let rerankers = of(Role::Reranker);
+    let llms = of(Role::Llm);
+    let first_retrieval_start = retrievers
+        .iter()
+        .filter_map(|&i| kept[i].start_unix_nano)
+        .min();
+    let (rewrite_llms, gen_llms): (Vec<usize>, Vec<usize>) =
+        llms.iter()
+            .copied()
+            .partition(|&i| match (first_retrieval_start, kept[i].end_unix_nano) {
+                (Some(first), Some(end)) => end <= first,
+                _ => false,
+            });
+    let generate = gen_llms
+        .last()
+        .copied()
+        .or_else(|| rewrite_llms.last().copied());
+    let rewrite_llms: Vec<usize> = rewrite_llms
+        .into_iter()
+        .filter(|i| Some(*i) != generate)
+        .collect();
+
+    let mut not_recorded: Vec<&str> = Vec::new();
+    let mut record = Map::new();
+    record.insert("id".into(), Value::String(trace_id.to_string()));
+
+    // The question.
+    let mut n = Notes::new();
+    let input = conventions::io_value(root, "input", &mut n).or_else(|| {
+        // An agent or model root (GenAI) carries the question as its last user message.
+        conventions::input_messages(root, &mut n)?
+            .into_iter()
+            .rev()
+            .find(|m| m.role.as_deref().is_none_or(|r| r == "user"))?
+            .content
+            .map(IoValue::Text)
+    });
+    keep(&mut notes, root_index, n);
+    let question: Option<String> = input
+        .as_ref()
+        .and_then(|v| v.text(&["question", "query", "input"]))
+        .map(str::to_string);
+    let input_obj = match &input {
+        None => {
+            not_recorded.push("input");
+            Map::new()
+        }
+        Some(IoValue::Json(Value::Object(o))) => o.clone(),
+        Some(IoValue::Text(t)) | Some(IoValue::Json(Value::String(t))) => {
+            let mut m = Map::new();
+            m.insert("question".into(), Value::String(t.clone()));
+            m
+        }
+        Some(IoValue::Json(other)) => {
+            let mut m = Map::new();
+            m.insert("input".into(), other.clone());
+            m
+        }
+    };
+    record.insert("input".into(), Value::Object(input_obj));
+
+    // Segments.
+    let mut metadata = Map::new();
+    for i in std::iter::once(root_index).chain((0..kept.len()).filter(|&i| i != root_index)) {
+        let mut n = Notes::new();
+        for (k, v) in conventions::segments(&kept[i], &mut n) {
+            if !metadata.contains_key(&k) {
+                metadata.insert(k, v);
+            }
+        }
+        keep(&mut notes, i, n);
+    }
+    if !metadata.is_empty() {
+        record.insert("metadata".into(), Value::Object(metadata));
+    }
+
+    // Retrievals.
+    let passages = |docs: Vec<Document>,
+                    span: usize,
+                    notes: &mut Vec<(usize, Notes)>|
+     -> (Vec<Value>, bool) {
+        let mut all_text = true;
+        let mut out = Vec::new();
+        let mut n = Notes::new();
+        for (rank, d) in docs.into_iter().enumerate() {
+            let doc_id = match (&d.id, &d.content) {
+                (Some(id), _) => id.clone(),
+                (None, Some(text)) => oloproof_core::dataset::stable_id(text),
+                (None, None) => {
+                    n.push(format!(
+                        "document {} has neither an id nor content: left out (the ranks after it move up)",
+                        rank + 1
+                    ));
+                    continue;
+                }
+            };
+            let text = d
+                .content
+                .clone()
+                .or_else(|| corpus.and_then(|c| c.texts.get(&doc_id).cloned()));
+            all_text &= text.is_some();
+            let mut p = Map::new();
+            p.insert("doc_id".into(), Value::String(doc_id));
+            if let Some(s) = d.score {
+                p.insert("score".into(), json!(s));
+            }
+            if let Some(t) = text {
+                p.insert("text".into(), Value::String(t));
+            }
+            if let Some(m) = d.metadata {
+                p.insert("metadata".into(), Value::Object(m));
+            }
+            out.push(Value::Object(p));
+        }
+        if !n.is_empty() {
+            notes.push((span, n));
+        }
+        (out, all_text)
+    };
+    let mut lane_retrievals: Vec<Value> = Vec::new();
+    let mut lists: Vec<(Vec<Value>, bool, Option<String>)> = Vec::new();
+    let mut queries: Vec<String> = Vec::new();
+    let mut retrieval_unrecorded = false;
+    for &i in &retrievers {
+        let s = &kept[i];
+        let mut n = Notes::new();
+        let query = conventions::retrieval_query(s, &mut n);
+        let docs = conventions::openinference_documents(s, "retrieval.documents", &mut n)
+            .or_else(|| conventions::genai_documents(s, &mut n));
+        keep(&mut notes, i, n);
+        if let Some(q) = &query {
+            if !queries.contains(q) {
+                queries.push(q.clone());
+            }
+        }
+        let Some(docs) = docs else {
+            retrieval_unrecorded = true;
+            continue;
+        };
+        let (candidates, all_text) = passages(docs, i, &mut notes);
+        let mut r = Map::new();
+        if let Some(q) = &query {
+            r.insert("query".into(), Value::String(q.clone()));
+        }
+        r.insert("depth".into(), json!(candidates.len()));
+        r.insert("candidates".into(), Value::Array(candidates.clone()));
+        let mut lane = Map::new();
+        if let Some(q) = &query {
+            lane.insert("query".into(), Value::String(q.clone()));
+        }
+        lane.insert("retrieval".into(), Value::Object(r));
+        if let Some(ms) = s.duration_ms() {
+            lane.insert("latency_ms".into(), json!(ms));
+        }
+        lane_retrievals.push(Value::Object(lane));
+        lists.push((candidates, all_text, query));
+    }
+    let mut pipeline = Map::new();
+    if let Some(q) = &question {
+        if !retrievers.is_empty() {
+            pipeline.insert("question".into(), Value::String(q.clone()));
+        }
+    }
+    // Rewrites: retrieval queries that differ from the question.
+    match &question {
+        Some(q) => {
+            let rewrites: Vec<&String> = queries.iter().filter(|r| *r != q).collect();
+            if !rewrites.is_empty() {
+                let mut rw = Map::new();
+                rw.insert("queries".into(), json!(rewrites));
+                let usage = usage_of(&kept, &rewrite_llms, &mut notes);
+                if let Some(u) = usage {
+                    rw.insert("usage".into(), u);
+                }
+                pipeline.insert("rewrite".into(), Value::Object(rw));
+            }
+        }
+        None if !queries.is_empty() => not_recorded.push("pipeline.rewrite"),
+        None => {}
+    }
+    if !lane_retrievals.is_empty() {
+        pipeline.insert("retrievals".into(), Value::Array(lane_retrievals));
+    }
+    // Rerank, and the final list.
+    let mut final_list: Option<(Vec<Value>, bool, Option<String>)> = None;
+    if let Some(&i) = rerankers.last() {
+        let s = &kept[i];
+        let mut n = Notes::new();
+        let query = conventions::rerank_query(s, &mut n);
+        let input_docs =
+            conventions::openinference_documents(s, "reranker.input_documents", &mut n);
+        let output_docs =
+            conventions::openinference_documents(s, "reranker.output_documents", &mut n);
+        keep(&mut notes, i, n);
+        match input_docs {
+            Some(docs) => {
+                let (pre, _) = passages(docs, i, &mut notes);
+                pipeline.insert("pre_rerank".into(), Value::Array(pre));
+            }
+            None => not_recorded.push("pipeline.pre_rerank"),
+        }
+        if let Some(docs) = output_docs {
+            let (list, all_text) = passages(docs, i, &mut notes);
+            final_list = Some((list, all_text, query.or_else(|| question.clone())));
+        }
+    } else if lists.len() == 1 && !retrieval_unrecorded {
+        final_list = lists.pop();
+    }
+    match final_list {
+        Some((candidates, all_text, query)) => {
+            let mut r = Map::new();
+            if let Some(q) = query {
+                r.insert("query".into(), Value::String(q));
+            }
+            r.insert("depth".into(), json!(candidates.len()));
+            r.insert("candidates".into(), Value::Array(candidates));
+            record.insert("retrieval".into(), Value::Object(r));
+            if !all_text {
+                not_recorded.extend(["retrieval.text", "context.text"]);
+            }
+        }
+        None => not_recorded.extend(["retrieval", "context"]),
+    }
+
+    // The answer.
+    let mut n = Notes::new();
+    let root_answer = conventions::io_value(root, "output", &mut n)
+        .and_then(|v| {
+            v.text(&["answer", "output", "response"])
+                .map(str::to_string)
+        })
+        .or_else(|| {
+            conventions::output_messages(root, &mut n)?
+                .into_iter()
+                .rev()
+                .find_map(|m| m.content)
+        });
+    keep(&mut notes, root_index, n);
+    let answer = root_answer.or_else(|| {
+        let i = generate?;
+        let mut n = Notes::new();
+        let out = conventions::output_messages(&kept[i], &mut n)
+            .and_then(|m| m.into_iter().rev().find_map(|m| m.content))
+            .or_else(|| {
+                conventions::io_value(&kept[i], "output", &mut n).and_then(|v| {
+                    v.text(&["answer", "output", "response"])
+                        .map(str::to_string)
+                })
+            });
+        keep(&mut notes, i, n);
+        out
+    });
+    match answer {
+        Some(a) => {
+            record.insert("answer".into(), Value::String(a));
+        }
+        None => not_recorded.push("answer"),
+    }
+    // Spans carry no citations in either convention.
+    not_recorded.push("citations");
+
+    // Usage and time to first token of the generating call.
+    match generate.and_then(|i| usage_of(&kept, &[i], &mut notes)) {
+        Some(u) => {
+            record.insert("usage".into(), u);
+        }
+        None => not_recorded.push("usage"),
+    }
+    let ttft = generate.and_then(|i| {
+        let mut n = Notes::new();
+        let t = conventions::ttft_ms(&kept[i], &mut n);
+        notes.push((i, n));
+        t
+    });
+    match ttft {
+        Some(ms) => {
+            record.insert("ttft_ms".into(), json!(ms));
+        }
+        None => not_recorded.push("ttft_ms"),
+    }
+
+    if !pipeline.is_empty() {
+        record.insert("pipeline".into(), Value::Object(pipeline));
+    }
+
+    // Latency per stage.
+    let mut latency = Map::new();
+    let gen_spans: Vec<usize> = generate.into_iter().collect();
+    for (stage, spans, key) in [
+        ("rewrite", &rewrite_llms, "latency_ms.rewrite"),
+        ("retrieve", &retrievers, "latency_ms.retrieve"),
+        ("rerank", &rerankers, "latency_ms.rerank"),
+        ("generate", &gen_spans, "latency_ms.generate"),
+    ] {
+        if spans.is_empty() {
+            continue;
+        }
+        match window_ms(&kept, spans) {
+            Some(ms) => {
+                latency.insert(stage.into(), json!(ms));
+            }
+            None => not_recorded.push(key),
+        }
+    }
+    match root.duration_ms() {
+        Some(ms) => {
+            latency.insert("total".into(), json!(ms));
+        }
+        None => not_recorded.push("latency_ms.total"),
+    }
+    if !latency.is_empty() {
+        record.insert("latency_ms".into(), Value::Object(latency));
+    }
+
+    // Production.
+    let timestamp = root
+        .start_unix_nano
+        .or_else(|| kept.iter().filter_map(|s| s.start_unix_nano).min())
+        .map(rfc3339);
+    if timestamp.is_none() {
+        not_recorded.push("timestamp");
+    }
+    let mut feedback: Vec<Feedback> = Vec::new();
+    for (i, s) in kept.iter().enumerate() {
+        let mut n = Notes::new();
+        feedback.extend(conventions::feedback(s, &mut n));
+        keep(&mut notes, i, n);
+    }
+    feedback.extend(external_feedback);
+    // The first span to end in error (a failed call ends before the parents it fails).
+    let error = kept
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| conventions::error_message(s).map(|m| (i, s, m)))
+        .min_by_key(|(_, s, _)| s.end_unix_nano.unwrap_or(u64::MAX))
+        .map(|(i, s, message)| ProductionError {
+            stage: roles[i]
+                .stage()
+                .map(str::to_string)
+                .unwrap_or_else(|| s.name.clone()),
+            message,
+            span_id: Some(s.span_id.clone()),
+        });
+    let production = Production {
+        trace_id: Some(trace_id.to_string()),
+        timestamp,
+        source: Some(source.to_string()),
+        feedback,
+        not_recorded: not_recorded.iter().map(|s| s.to_string()).collect(),
+        error,
+    };
+    record.insert(
+        "production".into(),
+        serde_json::to_value(&production).unwrap_or(Value::Null),
+    );
+
+    // Notes: one problem per wrong value, at its span.
+    let mut by_span: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, n) in notes {
+        by_span.entry(i).or_default().extend(n);
+    }
+    for (i, messages) in by_span {
+        let s = &kept[i];
+        for m in messages {
+            summary.note(Problem {
+                kind: "wrong_attribute_type".into(),
+                at: s.at.clone(),
+                message: format!("span `{}` of trace {trace_id}: {m}; not recorded", s.name),
+            });
+        }
+    }
+    Value::Object(record)
+}
+
+/// Keeps the notes `n` of span `i`.
+fn keep(notes: &mut Vec<(usize, Notes)>, i: usize, n: Notes) {
+    if !n.is_empty() {
+        notes.push((i, n));
+    }
+}
+
+/// `{model?, input_tokens?, output_tokens?}` of the model calls `spans` (tokens summed, the
+/// last model named); `None` when no count was recorded.
+fn usage_of(spans: &[Span], which: &[usize], notes: &mut Vec<(usize, Notes)>) -> Option<Value> {
+    let mut input: Option<u64> = None;
+    let mut output: Option<u64> = None;
+    let mut model: Option<String> = None;
+    for &i in which {
+        let mut n = Notes::new();
+        let t = conventions::tokens(&spans[i], &mut n);
+        notes.push((i, n));
+        if let Some(x) = t.input {
+            input = Some(input.unwrap_or(0) + x);
+        }
+        if let Some(x) = t.output {
+            output = Some(output.unwrap_or(0) + x);
+        }
+        if let Some(m) = conventions::model(&spans[i]) {
+            model = Some(m);
+        }
+    }
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    let mut u = Map::new();
+    if let Some(m) = model {
+        u.insert("model".into(), Value::String(m));
+    }
+    if let Some(x) = input {
+        u.insert("input_tokens".into(), json!(x));
+    }
+    if let Some(x) = output {
+        u.insert("output_tokens".into(), json!(x));
+    }
+    Some(Value::Object(u))
+}
+
+/// From the first start to the last end of `which`, in milliseconds; `None` when one of them
+/// has no valid duration.
+fn window_ms(spans: &[Span], which: &[usize]) -> Option<f64> {
+    let mut start = u64::MAX;
+    let mut end = 0u64;
+    for &i in which {
+        let s = &spans[i];
+        s.duration_ms()?;
+        start = start.min(s.start_unix_nano?);
+        end = end.max(s.end_unix_nano?);
+    }
+    Some((end - start) as f64 / 1e6)
+}
+
+/// Nanoseconds since the Unix epoch as RFC 3339 UTC with nanoseconds
+/// (`2023-11-14T22:13:20.123456789Z`); the civil date by Howard Hinnant's `civil_from_days`.
+pub fn rfc3339(nanos: u64) -> String {
+    let secs = nanos / 1_000_000_000;
+    let frac = nanos % 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::{Location, SpanEvent, SpanStatus, StatusCode};
+
+    const T: &str = "0af7651916cd43dd8448eb211c80319c";
+    const BASE: u64 = 1_700_000_000_000_000_000;
+
+    fn span(id: &str, parent: Option<&str>, start_ms: u64, end_ms: u64, attrs: Value) -> Span {
+        Span {
+            trace_id: T.into(),
+            span_id: id.into(),
+            parent_span_id: parent.map(str::to_string),
+            name: id.into(),
+            kind: None,
+            start_unix_nano: Some(BASE + start_ms * 1_000_000),
+            end_unix_nano: Some(BASE + end_ms * 1_000_000),
+            attributes: attrs
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            events: Vec::new(),
+            status: None,
+            resource: BTreeMap::new(),
+            at: Location {
+                file: "t.jsonl".into(),
+                line: Some(1),
+                byte_offset: None,
+            },
+        }
+    }
+
+    fn rag_spans() -> Vec<Span> {
+        vec![
+            span(
+                "0000000000000001",
+                None,
+                0,
+                900,
+                json!({
+                    "openinference.span.kind": "CHAIN",
+                    "input.value": "How long do refunds take?",
+                    "output.value": "Refunds take 14 days.",
+                    "metadata": "{\"intent\": \"refund\"}",
+                    "session.id": "s-1",
+                }),
+            ),
+            span(
+                "0000000000000002",
+                Some("0000000000000001"),
+                10,
+                60,
+                json!({
+                    "openinference.span.kind": "RETRIEVER",
+                    "input.value": "refund duration",
+                    "retrieval.documents.0.document.id": "d1",
+                    "retrieval.documents.0.document.content": "Refunds take 14 days.",
+                    "retrieval.documents.0.document.score": 0.9,
+                    "retrieval.documents.1.document.id": "d2",
+                    "retrieval.documents.1.document.content": "Shipping takes 3 days.",
+                    "retrieval.documents.1.document.score": 0.4,
+                }),
+            ),
+            span(
+                "0000000000000003",
+                Some("0000000000000001"),
+                60,
+                100,
+                json!({
+                    "openinference.span.kind": "RERANKER",
+                    "reranker.query": "How long do refunds take?",
+                    "reranker.input_documents.0.document.id": "d1",
+                    "reranker.input_documents.1.document.id": "d2",
+                    "reranker.output_documents.0.document.id": "d2",
+                    "reranker.output_documents.0.document.content": "Shipping takes 3 days.",
+                    "reranker.output_documents.1.document.id": "d1",
+                    "reranker.output_documents.1.document.content": "Refunds take 14 days.",
+                }),
+            ),
+            span(
+                "0000000000000004",
+                Some("0000000000000001"),
+                100,
+                880,
+                json!({
+                    "openinference.span.kind": "LLM",
+                    "llm.model_name": "gpt-4o-mini",
+                    "llm.token_count.prompt": 120,
+                    "llm.token_count.completion": 9,
+                    "gen_ai.response.time_to_first_chunk": 0.2,
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": "Refunds take 14 days.",
+                }),
+            ),
+        ]
+    }
+
+    fn one(spans: Vec<Span>, corpus: Option<&Corpus>) -> (Value, ImportSummary) {
+        let mut a = Assembler::new(AssembleOptions::default(), corpus);
+        let n = spans.len() as u64;
+        let early = a.push(Decoded {
+            spans,
+            feedback: Vec::new(),
+            summary: ImportSummary {
+                spans_read: n,
+                ..Default::default()
+            },
+        });
+        assert!(early.is_empty(), "held for the grace window");
+        let (mut records, summary) = a.finish();
+        assert_eq!(records.len(), 1);
+        (records.remove(0), summary)
+    }
+
+    #[test]
+    fn a_rag_trace_becomes_one_record() {
+        let (r, summary) = one(rag_spans(), None);
+        assert!(summary.adds_up(), "{summary:?}");
+        assert!(summary.problems.is_empty(), "{:?}", summary.first);
+        assert_eq!(r["id"], json!(T));
+        assert_eq!(r["input"], json!({"question": "How long do refunds take?"}));
+        assert_eq!(r["answer"], json!("Refunds take 14 days."));
+        assert_eq!(
+            r["metadata"],
+            json!({"intent": "refund", "session_id": "s-1"})
+        );
+        assert_eq!(
+            r["pipeline"]["question"],
+            json!("How long do refunds take?")
+        );
+        assert_eq!(
+            r["pipeline"]["rewrite"]["queries"],
+            json!(["refund duration"])
+        );
+        let lane = &r["pipeline"]["retrievals"][0];
+        assert_eq!(lane["query"], json!("refund duration"));
+        assert_eq!(lane["retrieval"]["candidates"][1]["doc_id"], json!("d2"));
+        assert_eq!(lane["latency_ms"], json!(50.0));
+        assert_eq!(r["pipeline"]["pre_rerank"][0], json!({"doc_id": "d1"}));
+        assert_eq!(r["retrieval"]["candidates"][0]["doc_id"], json!("d2"));
+        assert_eq!(
+            r["usage"],
+            json!({"model": "gpt-4o-mini", "input_tokens": 120, "output_tokens": 9})
+        );
+        assert_eq!(r["ttft_ms"], json!(200.0));
+        assert_eq!(
+            r["latency_ms"],
+            json!({"retrieve": 50.0, "rerank": 40.0, "generate": 780.0, "total": 900.0})
+        );
+        let p = &r["production"];
+        assert_eq!(p["timestamp"], json!("2023-11-14T22:13:20.000000000Z"));
+        assert_eq!(p["source"], json!("otlp"));
+        assert_eq!(p["not_recorded"], json!(["citations"]));
+        // The record reads back as a trace dataset.
+        let text = serde_json::to_string(&r).unwrap();
+        let d = oloproof_core::dataset::parse_dataset("traffic.jsonl", &text, None).unwrap();
+        let rec = &d.records[0];
+        assert_eq!(
+            rec.trace.production.as_ref().unwrap().trace_id.as_deref(),
+            Some(T)
+        );
+        assert_eq!(rec.trace.latency_ms.get("total"), Some(900.0));
+        assert_eq!(rec.trace.context.as_ref().unwrap().passages.len(), 2);
+    }
+
+    #[test]
+    fn content_not_captured_is_named_never_guessed() {
+        let mut spans = rag_spans();
+        for s in &mut spans {
+            s.attributes.retain(|k, _| {
+                !(k.ends_with(".content")
+                    || k.starts_with("input.")
+                    || k.starts_with("output.")
+                    || k.starts_with("llm.output"))
+            });
+        }
+        let (r, _) = one(spans, None);
+        assert_eq!(r["input"], json!({}));
+        assert!(r.get("answer").is_none());
+        assert!(r["retrieval"]["candidates"][0].get("text").is_none());
+        assert_eq!(
+            r["production"]["not_recorded"],
+            json!([
+                "input",
+                "retrieval.text",
+                "context.text",
+                "answer",
+                "citations"
+            ])
+        );
+        // With a corpus, the text comes back by document id.
+        let corpus = Corpus::parse(
+            "corpus.jsonl",
+            "{\"doc_id\": \"d1\", \"text\": \"Refunds take 14 days.\"}\n{\"doc_id\": \"d2\", \"text\": \"Shipping takes 3 days.\"}\n",
+        )
+        .unwrap();
+        let mut spans = rag_spans();
+        for s in &mut spans {
+            s.attributes.retain(|k, _| !k.ends_with(".content"));
+        }
+        let (r, _) = one(spans, Some(&corpus));
+        assert_eq!(
+            r["retrieval"]["candidates"][0]["text"],
+            json!("Shipping takes 3 days.")
+        );
+        assert_eq!(r["production"]["not_recorded"], json!(["citations"]));
+    }
+
+    #[test]
+    fn orphans_duplicates_and_reversed_times() {
+        let mut spans = rag_spans();
+        let mut dup = spans[1].clone();
+        dup.name = "again".into();
+        spans.push(dup);
+        spans[3].parent_span_id = Some("00000000000000ff".into());
+        let mut reversed = spans[2].clone();
+        reversed.span_id = "0000000000000009".into();
+        std::mem::swap(&mut reversed.start_unix_nano, &mut reversed.end_unix_nano);
+        spans[2] = reversed;
+        let (r, summary) = one(spans, None);
+        assert_eq!(summary.spans_dropped["duplicate_span_id"], 1);
+        assert_eq!(summary.problems["missing_parent"], 1);
+        assert_eq!(summary.problems["end_before_start"], 1);
+        assert_eq!(summary.spans_used, 4);
+        assert!(summary.adds_up());
+        assert!(r["latency_ms"].get("rerank").is_none());
+        assert!(r["production"]["not_recorded"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("latency_ms.rerank")));
+        // The orphan LLM span still gives the answer's usage.
+        assert_eq!(r["usage"]["input_tokens"], json!(120));
+    }
+
+    #[test]
+    fn errors_feedback_and_genai_names() {
+        let mut root = span(
+            "0000000000000001",
+            None,
+            0,
+            500,
+            json!({
+                "input.value": "What is the SLA?",
+            }),
+        );
+        root.events.push(SpanEvent {
+            name: "gen_ai.evaluation.result".into(),
+            time_unix_nano: None,
+            attributes: [
+                ("gen_ai.evaluation.name".to_string(), json!("thumbs")),
+                ("gen_ai.evaluation.score.label".to_string(), json!("down")),
+            ]
+            .into(),
+        });
+        let retr = span(
+            "0000000000000002",
+            Some("0000000000000001"),
+            5,
+            25,
+            json!({
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": "What is the SLA?",
+                "gen_ai.retrieval.documents": [{"id": "sla", "score": 0.8}],
+            }),
+        );
+        let mut llm = span(
+            "0000000000000003",
+            Some("0000000000000001"),
+            30,
+            490,
+            json!({
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "m",
+                "gen_ai.usage.input_tokens": 50,
+                "gen_ai.usage.output_tokens": "x",
+            }),
+        );
+        llm.status = Some(SpanStatus {
+            code: StatusCode::Error,
+            message: "rate limited".into(),
+        });
+        let (r, summary) = one(vec![root, retr, llm], None);
+        let p = &r["production"];
+        assert_eq!(
+            p["error"],
+            json!({"stage": "generate", "message": "rate limited", "span_id": "0000000000000003"})
+        );
+        assert_eq!(p["feedback"][0], json!({"name": "thumbs", "value": "down"}));
+        assert!(
+            r["pipeline"].get("rewrite").is_none(),
+            "the query is the question"
+        );
+        assert_eq!(r["usage"], json!({"model": "m", "input_tokens": 50}));
+        assert_eq!(summary.problems["wrong_attribute_type"], 1);
+        assert!(summary.first[0]
+            .message
+            .contains("gen_ai.usage.output_tokens"));
+        let nr = p["not_recorded"].as_array().unwrap();
+        for f in ["retrieval.text", "answer", "ttft_ms"] {
+            assert!(nr.contains(&json!(f)), "{f} in {nr:?}");
+        }
+    }
+
+    #[test]
+    fn streaming_writes_complete_traces_after_the_grace_window() {
+        let options = AssembleOptions {
+            grace_spans: 1,
+            ..Default::default()
+        };
+        let mut a = Assembler::new(options, None);
+        let batch = |spans: Vec<Span>| Decoded {
+            summary: ImportSummary {
+                spans_read: spans.len() as u64,
+                ..Default::default()
+            },
+            spans,
+            feedback: Vec::new(),
+        };
+        let mut spans = rag_spans();
+        let root = spans.remove(0);
+        assert!(a.push(batch(spans)).is_empty(), "no root yet");
+        assert!(
+            a.push(batch(vec![root])).is_empty(),
+            "complete, in its window"
+        );
+        let mut other = rag_spans().remove(0);
+        other.trace_id = "1af7651916cd43dd8448eb211c80319c".into();
+        let written = a.push(batch(vec![other]));
+        assert_eq!(written.len(), 1, "one span later the first trace is out");
+        assert_eq!(written[0]["id"], json!(T));
+        let mut late = rag_spans().remove(1);
+        late.span_id = "00000000000000aa".into();
+        assert_eq!(
+            a.push(batch(vec![late])).len(),
+            1,
+            "the second trace's window is over"
+        );
+        let (rest, summary) = a.finish();
+        assert!(rest.is_empty());
+        assert_eq!(summary.spans_dropped["late_span"], 1);
+        assert_eq!(summary.records, 2);
+        assert!(summary.adds_up(), "{summary:?}");
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            rfc3339(951_782_400_000_000_001),
+            "2000-02-29T00:00:00.000000001Z"
+        );
+        assert_eq!(
+            rfc3339(1_764_633_600_500_000_000),
+            "2025-12-02T00:00:00.500000000Z"
+        );
+    }
+}

@@ -1,0 +1,1444 @@
+//! OTLP readers: JSON (`TracesData`, one per line as the OpenTelemetry Collector's file
+//! exporter writes them, or one document) and binary protobuf (`ExportTraceServiceRequest`,
+//! as an SDK's OTLP/HTTP exporter posts it), decoded into [`Span`]s.
+//!
+//! JSON follows the [OTLP JSON encoding](https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding)
+//! and what real writers do besides: lowerCamelCase keys (`resourceSpans`, `scopeSpans`,
+//! `startTimeUnixNano`) and the proto names (`resource_spans`, `scope_spans`, as
+//! `google.protobuf.json_format` writes with `preserving_proto_field_name=True`), the pre-1.0
+//! `instrumentationLibrarySpans`; trace and span ids as hex (the OTLP rule) or base64 (protobuf's
+//! standard JSON mapping of `bytes`, what `json_format` writes); 64-bit integers as decimal
+//! strings or numbers; `kind` and `status.code` as numbers or enum names
+//! (`SPAN_KIND_SERVER`, `STATUS_CODE_ERROR`).
+//!
+//! Binary requests are walked field by field ([`decode_protobuf`]) down to each span, and only
+//! the leaves (a `Resource`, a `Span`) are decoded whole by prost: a truncated body keeps every
+//! span before the cut and reports the cut span at its byte offset. Several requests
+//! concatenated in one file are one valid request (protobuf merges repeated fields), so a file
+//! of appended request bodies reads as it should.
+//!
+//! Bad input never stops a read: a line that is not JSON (`not_json`) or not `TracesData`
+//! (`not_traces_data`) is counted in [`ImportSummary::records_dropped`]; a span whose trace or
+//! span id is malformed (`bad_id`) or whose protobuf is cut (`truncated_protobuf`) or corrupt
+//! (`malformed_protobuf`) is read and dropped; an attribute of the wrong type
+//! (`wrong_attribute_type`), a bad timestamp (`bad_timestamp`) or a malformed parent id
+//! (`bad_id`, the span kept without its parent) is noted and the span kept.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use prost::Message as _;
+use serde_json::{Map, Number, Value};
+
+use crate::error::RequestError;
+use crate::problems::{ImportSummary, Problem};
+use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
+
+/// What an input file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// OTLP JSON: JSON Lines of `TracesData`, or one JSON document.
+    OtlpJson,
+    /// Binary protobuf `ExportTraceServiceRequest` (or `TracesData`: the same fields).
+    OtlpProto,
+}
+
+impl InputFormat {
+    /// `otlp-json` or `otlp-proto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::OtlpJson => "otlp-json",
+            InputFormat::OtlpProto => "otlp-proto",
+        }
+    }
+
+    /// The format of a file from its first bytes: JSON starts (after white space and a UTF-8
+    /// byte-order mark) with `{` or `[`; a protobuf request starts with the key of field 1
+    /// (`0x0a`) or anything else that is not JSON.
+    pub fn sniff(head: &[u8]) -> InputFormat {
+        let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+        match head.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') | Some(b'[') | None => InputFormat::OtlpJson,
+            Some(_) => InputFormat::OtlpProto,
+        }
+    }
+}
+
+/// Reads one JSON Lines line of `TracesData` (blank lines are skipped), adding its spans and
+/// problems to `out`.
+pub fn decode_json_line(line: &str, at: &Location, out: &mut Decoded) {
+    let line = line.trim();
+    if line.is_empty() {
+        return;
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(value) => decode_json_value(&value, at, out),
+        Err(e) => {
+            out.summary.drop_record(Problem {
+                kind: "not_json".into(),
+                at: at.clone(),
+                message: format!(
+                    "not JSON ({e}): each line of an OTLP JSON file must be one `TracesData` object, as the Collector's file exporter writes"
+                ),
+            });
+        }
+    }
+}
+
+/// Reads a whole JSON document: one `TracesData` object, an array of them, or — when the text
+/// does not parse as one document — JSON Lines ([`decode_json_line`] on each line, located by
+/// line number).
+pub fn decode_json_document(text: &str, file: &str) -> Decoded {
+    let mut out = Decoded::default();
+    let trimmed = text.trim_start_matches('\u{feff}');
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let at = Location {
+                    file: format!("{file}[{i}]"),
+                    line: None,
+                    byte_offset: None,
+                };
+                decode_json_value(item, &at, &mut out);
+            }
+        }
+        Ok(value) => {
+            let at = Location {
+                file: file.to_string(),
+                line: None,
+                byte_offset: None,
+            };
+            decode_json_value(&value, &at, &mut out);
+        }
+        Err(_) => {
+            for (i, line) in trimmed.lines().enumerate() {
+                let at = Location {
+                    file: file.to_string(),
+                    line: Some(i + 1),
+                    byte_offset: None,
+                };
+                decode_json_line(line, &at, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Reads one parsed `TracesData` (or `ExportTraceServiceRequest`: the same JSON) into `out`.
+pub fn decode_json_value(value: &Value, at: &Location, out: &mut Decoded) {
+    let Some(obj) = value.as_object() else {
+        not_traces_data(at, out, format!("a JSON {}", kind_of(value)));
+        return;
+    };
+    let Some(resource_spans) = get(obj, &["resourceSpans", "resource_spans"]) else {
+        let keys: Vec<&str> = obj.keys().map(String::as_str).take(5).collect();
+        let what = if keys.is_empty() {
+            "an empty object".to_string()
+        } else {
+            format!("an object with keys {}", keys.join(", "))
+        };
+        not_traces_data(at, out, what);
+        return;
+    };
+    let Some(resource_spans) = resource_spans.as_array() else {
+        not_traces_data(
+            at,
+            out,
+            format!("`resourceSpans` is a {}", kind_of(resource_spans)),
+        );
+        return;
+    };
+    for rs in resource_spans {
+        let resource = rs
+            .get("resource")
+            .and_then(|r| r.get("attributes"))
+            .map(|a| json_attributes(a, at, "resource", &mut out.summary))
+            .unwrap_or_default();
+        let scopes = ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"]
+            .iter()
+            .filter_map(|k| rs.get(*k))
+            .filter_map(Value::as_array)
+            .flatten();
+        for scope in scopes {
+            let Some(spans) = scope.get("spans").and_then(Value::as_array) else {
+                continue;
+            };
+            for span in spans {
+                out.summary.spans_read += 1;
+                if let Some(s) = json_span(span, &resource, at, &mut out.summary) {
+                    out.spans.push(s);
+                }
+            }
+        }
+    }
+}
+
+fn not_traces_data(at: &Location, out: &mut Decoded, what: String) {
+    out.summary.drop_record(Problem {
+        kind: "not_traces_data".into(),
+        at: at.clone(),
+        message: format!(
+            "not OTLP `TracesData`: {what}, not an object with `resourceSpans` (is this a metrics or logs file, or another tool's export?)"
+        ),
+    });
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn get<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| obj.get(*k))
+}
+
+fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    v.get(camel)
+        .or_else(|| v.get(snake))
+        .filter(|v| !v.is_null())
+}
+
+/// One JSON span, or `None` (counted as dropped) when its ids cannot be read.
+fn json_span(
+    v: &Value,
+    resource: &BTreeMap<String, Value>,
+    at: &Location,
+    summary: &mut ImportSummary,
+) -> Option<Span> {
+    let name = v
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let what = if name.is_empty() {
+        "a span".to_string()
+    } else {
+        format!("span `{name}`")
+    };
+    let id = |camel: &str, snake: &str, bytes: usize| -> Result<Option<String>, String> {
+        match field(v, camel, snake) {
+            None => Ok(None),
+            Some(Value::String(s)) => decode_id(s, bytes).map_err(|e| format!("`{camel}` {e}")),
+            Some(other) => Err(format!("`{camel}` must be a string, got {other}")),
+        }
+    };
+    let dropped = |summary: &mut ImportSummary, kind: &str, message: String| {
+        *summary.spans_dropped.entry(kind.to_string()).or_default() += 1;
+        summary.note(Problem {
+            kind: kind.into(),
+            at: at.clone(),
+            message,
+        });
+    };
+    let trace_id = match id("traceId", "trace_id", 16) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            dropped(
+                summary,
+                "bad_id",
+                format!("{what} has no `traceId`: it cannot be grouped into a trace"),
+            );
+            return None;
+        }
+        Err(e) => {
+            dropped(summary, "bad_id", format!("{what}: {e}"));
+            return None;
+        }
+    };
+    let span_id = match id("spanId", "span_id", 8) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            dropped(summary, "bad_id", format!("{what} has no `spanId`"));
+            return None;
+        }
+        Err(e) => {
+            dropped(summary, "bad_id", format!("{what}: {e}"));
+            return None;
+        }
+    };
+    let parent_span_id = match id("parentSpanId", "parent_span_id", 8) {
+        Ok(p) => p,
+        Err(e) => {
+            summary.note(Problem {
+                kind: "bad_id".into(),
+                at: at.clone(),
+                message: format!("{what}: {e}; the span is kept as a root"),
+            });
+            None
+        }
+    };
+    let mut time = |camel: &str, snake: &str| -> Option<u64> {
+        let raw = field(v, camel, snake)?;
+        match int_of(raw).and_then(|i| u64::try_from(i).ok()) {
+            Some(0) => None,
+            Some(t) => Some(t),
+            None => {
+                summary.note(Problem {
+                    kind: "bad_timestamp".into(),
+                    at: at.clone(),
+                    message: format!(
+                        "{what}: `{camel}` must be nanoseconds since the Unix epoch (a decimal string or a number), got {raw}; its latency is unknown"
+                    ),
+                });
+                None
+            }
+        }
+    };
+    let start_unix_nano = time("startTimeUnixNano", "start_time_unix_nano");
+    let end_unix_nano = time("endTimeUnixNano", "end_time_unix_nano");
+    let kind = v.get("kind").and_then(span_kind);
+    let attributes = v
+        .get("attributes")
+        .map(|a| json_attributes(a, at, &what, summary))
+        .unwrap_or_default();
+    let events = v
+        .get("events")
+        .and_then(Value::as_array)
+        .map(|events| {
+            events
+                .iter()
+                .map(|e| SpanEvent {
+                    name: e
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    time_unix_nano: field(e, "timeUnixNano", "time_unix_nano")
+                        .and_then(int_of)
+                        .and_then(|i| u64::try_from(i).ok()),
+                    attributes: e
+                        .get("attributes")
+                        .map(|a| json_attributes(a, at, &what, summary))
+                        .unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let status = v
+        .get("status")
+        .filter(|s| s.is_object())
+        .map(|s| SpanStatus {
+            code: s.get("code").map(status_code).unwrap_or_default(),
+            message: s
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        });
+    Some(Span {
+        trace_id,
+        span_id,
+        parent_span_id,
+        name,
+        kind,
+        start_unix_nano,
+        end_unix_nano,
+        attributes,
+        events,
+        status,
+        resource: resource.clone(),
+        at: at.clone(),
+    })
+}
+
+/// An OTLP id of `bytes` bytes, as lower-case hex: given as hex (`2·bytes` digits, the OTLP
+/// JSON rule) or base64 (protobuf's JSON mapping of `bytes`). Empty is `None` (no parent).
+/// All zeros is invalid (the OTLP spec).
+pub fn decode_id(text: &str, bytes: usize) -> Result<Option<String>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let raw: Vec<u8> = if text.len() == 2 * bytes && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return all_zero_check(text.to_ascii_lowercase(), bytes);
+    } else {
+        let b64 = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(text))
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(text));
+        match b64 {
+            Ok(raw) => raw,
+            Err(_) => {
+                return Err(format!(
+                "must be {bytes} bytes as {} hex digits or base64, got {text:?} ({} characters)",
+                2 * bytes,
+                text.len()
+            ))
+            }
+        }
+    };
+    if raw.len() != bytes {
+        return Err(format!(
+            "must be {bytes} bytes as {} hex digits or base64, got {text:?} ({} characters, {} bytes as base64)",
+            2 * bytes,
+            text.len(),
+            raw.len()
+        ));
+    }
+    all_zero_check(hex(&raw), bytes)
+}
+
+fn all_zero_check(hex: String, bytes: usize) -> Result<Option<String>, String> {
+    if hex.bytes().all(|b| b == b'0') {
+        Err(format!(
+            "is all zeros ({bytes} bytes), which OTLP declares invalid"
+        ))
+    } else {
+        Ok(Some(hex))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
+}
+
+/// A 64-bit integer written as a number or a decimal string (protobuf's JSON mapping).
+fn int_of(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
+        Value::String(s) => s.trim().parse::<i128>().ok(),
+        _ => None,
+    }
+}
+
+/// OTLP `SpanKind` as a short name, from its number or enum name.
+fn span_kind(v: &Value) -> Option<String> {
+    let n = match v {
+        Value::Number(n) => n.as_i64()?,
+        Value::String(s) => match s.as_str() {
+            "SPAN_KIND_UNSPECIFIED" => 0,
+            "SPAN_KIND_INTERNAL" => 1,
+            "SPAN_KIND_SERVER" => 2,
+            "SPAN_KIND_CLIENT" => 3,
+            "SPAN_KIND_PRODUCER" => 4,
+            "SPAN_KIND_CONSUMER" => 5,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    kind_name(n).map(str::to_string)
+}
+
+fn kind_name(n: i64) -> Option<&'static str> {
+    Some(match n {
+        1 => "internal",
+        2 => "server",
+        3 => "client",
+        4 => "producer",
+        5 => "consumer",
+        _ => return None,
+    })
+}
+
+fn status_code(v: &Value) -> StatusCode {
+    let n = match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => match s.as_str() {
+            "STATUS_CODE_OK" => 1,
+            "STATUS_CODE_ERROR" => 2,
+            _ => 0,
+        },
+        _ => 0,
+    };
+    code_of(n)
+}
+
+fn code_of(n: i64) -> StatusCode {
+    match n {
+        1 => StatusCode::Ok,
+        2 => StatusCode::Error,
+        _ => StatusCode::Unset,
+    }
+}
+
+/// A list of JSON `KeyValue`s as attributes; a value of the wrong shape is noted
+/// (`wrong_attribute_type`) and left out.
+fn json_attributes(
+    v: &Value,
+    at: &Location,
+    what: &str,
+    summary: &mut ImportSummary,
+) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    let Some(items) = v.as_array() else {
+        summary.note(Problem {
+            kind: "wrong_attribute_type".into(),
+            at: at.clone(),
+            message: format!(
+                "{what}: `attributes` must be a list of {{key, value}}, got a {}",
+                kind_of(v)
+            ),
+        });
+        return out;
+    };
+    for kv in items {
+        let Some(key) = kv.get("key").and_then(Value::as_str) else {
+            summary.note(Problem {
+                kind: "wrong_attribute_type".into(),
+                at: at.clone(),
+                message: format!("{what}: an attribute without a string `key`: {kv}"),
+            });
+            continue;
+        };
+        match kv
+            .get("value")
+            .map(json_any_value)
+            .unwrap_or(Ok(Value::Null))
+        {
+            Ok(value) => {
+                out.insert(key.to_string(), value);
+            }
+            Err(e) => summary.note(Problem {
+                kind: "wrong_attribute_type".into(),
+                at: at.clone(),
+                message: format!("{what}: attribute `{key}`: {e}; the attribute is left out"),
+            }),
+        }
+    }
+    out
+}
+
+/// An OTLP JSON `AnyValue` as a plain JSON value.
+fn json_any_value(v: &Value) -> Result<Value, String> {
+    let Some(obj) = v.as_object() else {
+        return Err(format!(
+            "an `AnyValue` must be an object such as {{\"stringValue\": \"…\"}}, got {v}"
+        ));
+    };
+    let Some((key, inner)) = obj.iter().next() else {
+        return Ok(Value::Null);
+    };
+    match key.as_str() {
+        "stringValue" | "string_value" => match inner {
+            Value::String(_) => Ok(inner.clone()),
+            other => Err(format!("`stringValue` must be a string, got {other}")),
+        },
+        "boolValue" | "bool_value" => match inner {
+            Value::Bool(_) => Ok(inner.clone()),
+            other => Err(format!("`boolValue` must be true or false, got {other}")),
+        },
+        "intValue" | "int_value" => match int_of(inner).and_then(|i| i64::try_from(i).ok()) {
+            Some(i) => Ok(Value::from(i)),
+            None => Err(format!(
+                "`intValue` must be a 64-bit integer (a number or a decimal string), got {inner}"
+            )),
+        },
+        "doubleValue" | "double_value" => match inner {
+            Value::Number(_) => Ok(inner.clone()),
+            Value::String(s) => match s.parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)),
+                Ok(_) => Ok(Value::String(s.clone())),
+                Err(_) => Err(format!("`doubleValue` must be a number, got {inner}")),
+            },
+            other => Err(format!("`doubleValue` must be a number, got {other}")),
+        },
+        "arrayValue" | "array_value" => {
+            let values = match inner.get("values") {
+                None | Some(Value::Null) => return Ok(Value::Array(Vec::new())),
+                Some(Value::Array(values)) => values,
+                Some(other) => {
+                    return Err(format!("`arrayValue.values` must be a list, got {other}"))
+                }
+            };
+            values
+                .iter()
+                .map(json_any_value)
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array)
+        }
+        "kvlistValue" | "kvlist_value" => {
+            let values = match inner.get("values") {
+                None | Some(Value::Null) => return Ok(Value::Object(Map::new())),
+                Some(Value::Array(values)) => values,
+                Some(other) => {
+                    return Err(format!("`kvlistValue.values` must be a list, got {other}"))
+                }
+            };
+            let mut map = Map::new();
+            for kv in values {
+                let key = kv
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("a `kvlistValue` entry without a string key: {kv}"))?;
+                let value = kv.get("value").map(json_any_value).unwrap_or(Ok(Value::Null))?;
+                map.insert(key.to_string(), value);
+            }
+            Ok(Value::Object(map))
+        }
+        "bytesValue" | "bytes_value" => match inner {
+            Value::String(_) => Ok(inner.clone()),
+            other => Err(format!("`bytesValue` must be a base64 string, got {other}")),
+        },
+        other => Err(format!(
+            "unknown `AnyValue` field `{other}` (expected stringValue, boolValue, intValue, doubleValue, arrayValue, kvlistValue or bytesValue)"
+        )),
+    }
+}
+
+/// The OTLP trace messages, as in `opentelemetry/proto/trace/v1/trace.proto` and
+/// `common/v1/common.proto` (v1.x: field numbers are frozen); fields Oloproof does not read
+/// (`trace_state`, `flags`, links, dropped counts, the scope) are skipped by prost.
+mod pb {
+    /// `opentelemetry.proto.resource.v1.Resource`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Resource {
+        #[prost(message, repeated, tag = "1")]
+        pub(super) attributes: Vec<KeyValue>,
+    }
+
+    /// `opentelemetry.proto.trace.v1.Span`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Span {
+        #[prost(bytes = "vec", tag = "1")]
+        pub(super) trace_id: Vec<u8>,
+        #[prost(bytes = "vec", tag = "2")]
+        pub(super) span_id: Vec<u8>,
+        #[prost(bytes = "vec", tag = "4")]
+        pub(super) parent_span_id: Vec<u8>,
+        #[prost(string, tag = "5")]
+        pub(super) name: String,
+        #[prost(int32, tag = "6")]
+        pub(super) kind: i32,
+        #[prost(fixed64, tag = "7")]
+        pub(super) start_time_unix_nano: u64,
+        #[prost(fixed64, tag = "8")]
+        pub(super) end_time_unix_nano: u64,
+        #[prost(message, repeated, tag = "9")]
+        pub(super) attributes: Vec<KeyValue>,
+        #[prost(message, repeated, tag = "11")]
+        pub(super) events: Vec<Event>,
+        #[prost(message, optional, tag = "15")]
+        pub(super) status: Option<Status>,
+    }
+
+    /// `Span.Event`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Event {
+        #[prost(fixed64, tag = "1")]
+        pub(super) time_unix_nano: u64,
+        #[prost(string, tag = "2")]
+        pub(super) name: String,
+        #[prost(message, repeated, tag = "3")]
+        pub(super) attributes: Vec<KeyValue>,
+    }
+
+    /// `Status` (field 1 is the deprecated code).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Status {
+        #[prost(string, tag = "2")]
+        pub(super) message: String,
+        #[prost(int32, tag = "3")]
+        pub(super) code: i32,
+    }
+
+    /// `common.v1.KeyValue`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct KeyValue {
+        #[prost(string, tag = "1")]
+        pub(super) key: String,
+        #[prost(message, optional, tag = "2")]
+        pub(super) value: Option<AnyValue>,
+    }
+
+    /// `common.v1.AnyValue`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct AnyValue {
+        #[prost(oneof = "Value", tags = "1, 2, 3, 4, 5, 6, 7")]
+        pub(super) value: Option<Value>,
+    }
+
+    /// `AnyValue.value` (variants named as the proto's oneof fields).
+    #[allow(clippy::enum_variant_names)]
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub(super) enum Value {
+        #[prost(string, tag = "1")]
+        StringValue(String),
+        #[prost(bool, tag = "2")]
+        BoolValue(bool),
+        #[prost(int64, tag = "3")]
+        IntValue(i64),
+        #[prost(double, tag = "4")]
+        DoubleValue(f64),
+        #[prost(message, tag = "5")]
+        ArrayValue(ArrayValue),
+        #[prost(message, tag = "6")]
+        KvlistValue(KeyValueList),
+        #[prost(bytes = "vec", tag = "7")]
+        BytesValue(Vec<u8>),
+    }
+
+    /// `common.v1.ArrayValue`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ArrayValue {
+        #[prost(message, repeated, tag = "1")]
+        pub(super) values: Vec<AnyValue>,
+    }
+
+    /// `common.v1.KeyValueList`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct KeyValueList {
+        #[prost(message, repeated, tag = "1")]
+        pub(super) values: Vec<KeyValue>,
+    }
+}
+
+/// One field of a protobuf message, found by [`Fields`].
+struct Field<'a> {
+    number: u64,
+    /// The payload of a length-delimited field (empty for the other wire types).
+    data: &'a [u8],
+    /// Absolute offset of the field's key.
+    offset: usize,
+    /// Absolute offset of `data`.
+    data_offset: usize,
+    /// A length-delimited field whose declared length runs past the end: `data` is what is
+    /// there.
+    cut: bool,
+    /// Whether the field is length-delimited.
+    len: bool,
+}
+
+/// Why walking a message stopped.
+enum WalkError {
+    /// The bytes end inside a key or a length.
+    Truncated(usize),
+    /// A wire type protobuf does not have, or a group, or field number 0.
+    Malformed(usize, String),
+}
+
+/// The fields of one message in `buf` (which starts at absolute offset `base`).
+struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+    done: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8], base: usize) -> Self {
+        Fields {
+            buf,
+            pos: 0,
+            base,
+            done: false,
+        }
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in 0..10 {
+            let b = *self.buf.get(self.pos)?;
+            self.pos += 1;
+            value |= u64::from(b & 0x7f) << (7 * shift);
+            if b < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<Field<'a>, WalkError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.pos >= self.buf.len() {
+            return None;
+        }
+        let offset = self.base + self.pos;
+        let fail = |this: &mut Self, e: WalkError| -> Option<Result<Field<'a>, WalkError>> {
+            this.done = true;
+            Some(Err(e))
+        };
+        let Some(key) = self.varint() else {
+            return fail(self, WalkError::Truncated(offset));
+        };
+        let number = key >> 3;
+        if number == 0 {
+            return fail(self, WalkError::Malformed(offset, "field number 0".into()));
+        }
+        let mut data_offset = self.base + self.pos;
+        let (data, cut, len): (&[u8], bool, bool) = match key & 7 {
+            0 => match self.varint() {
+                Some(_) => (&[], false, false),
+                None => return fail(self, WalkError::Truncated(offset)),
+            },
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                if self.pos + n > self.buf.len() {
+                    return fail(self, WalkError::Truncated(offset));
+                }
+                self.pos += n;
+                (&[], false, false)
+            }
+            2 => {
+                let Some(n) = self.varint() else {
+                    return fail(self, WalkError::Truncated(offset));
+                };
+                let buf: &'a [u8] = self.buf;
+                let start = self.pos;
+                data_offset = self.base + start;
+                let end = start.saturating_add(n as usize);
+                if end > buf.len() {
+                    self.done = true;
+                    self.pos = buf.len();
+                    (&buf[start..], true, true)
+                } else {
+                    self.pos = end;
+                    (&buf[start..end], false, true)
+                }
+            }
+            w => {
+                return fail(
+                    self,
+                    WalkError::Malformed(
+                        offset,
+                        format!("wire type {w} (groups are not used by OTLP)"),
+                    ),
+                )
+            }
+        };
+        Some(Ok(Field {
+            number,
+            data,
+            offset,
+            data_offset,
+            cut,
+            len,
+        }))
+    }
+}
+
+/// Decodes a binary `ExportTraceServiceRequest` (or `TracesData`), spans located by byte
+/// offset in `file`.
+pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
+    let mut out = Decoded::default();
+    let at = |offset: usize| Location {
+        file: file.to_string(),
+        line: None,
+        byte_offset: Some(offset as u64),
+    };
+    let walk_problem = |out: &mut Decoded, e: WalkError, spans_unknown: bool| {
+        let (kind, offset, message) = match e {
+            WalkError::Truncated(o) => (
+                "truncated_protobuf",
+                o,
+                "the protobuf ends inside a field: the file or body was cut; what follows is lost"
+                    .to_string(),
+            ),
+            WalkError::Malformed(o, m) => (
+                "malformed_protobuf",
+                o,
+                format!("not an OTLP protobuf here ({m}); the rest of the input is skipped"),
+            ),
+        };
+        let problem = Problem {
+            kind: kind.into(),
+            at: at(offset),
+            message,
+        };
+        if spans_unknown {
+            out.summary.drop_record(problem);
+        } else {
+            out.summary.note(problem);
+        }
+    };
+    for top in Fields::new(bytes, 0) {
+        let top = match top {
+            Ok(f) => f,
+            Err(e) => {
+                walk_problem(&mut out, e, true);
+                break;
+            }
+        };
+        if top.number != 1 || !top.len {
+            continue;
+        }
+        let mut resource = BTreeMap::new();
+        let mut spans: Vec<(pb::Span, usize)> = Vec::new();
+        for f in Fields::new(top.data, top.data_offset) {
+            let f = match f {
+                Ok(f) => f,
+                Err(e) => {
+                    walk_problem(&mut out, e, true);
+                    break;
+                }
+            };
+            match (f.number, f.len) {
+                (1, true) => {
+                    if f.cut {
+                        walk_problem(&mut out, WalkError::Truncated(f.offset), true);
+                        continue;
+                    }
+                    match pb::Resource::decode(f.data) {
+                        Ok(r) => {
+                            resource = pb_attributes(
+                                r.attributes,
+                                &at(f.offset),
+                                "resource",
+                                &mut out.summary,
+                            )
+                        }
+                        Err(e) => walk_problem(
+                            &mut out,
+                            WalkError::Malformed(f.offset, format!("resource: {e}")),
+                            true,
+                        ),
+                    }
+                }
+                // `scope_spans` (2) and the deprecated `instrumentation_library_spans` (1000).
+                (2 | 1000, true) => {
+                    for sf in Fields::new(f.data, f.data_offset) {
+                        let sf = match sf {
+                            Ok(sf) => sf,
+                            Err(e) => {
+                                walk_problem(&mut out, e, true);
+                                break;
+                            }
+                        };
+                        if sf.number != 2 || !sf.len {
+                            continue;
+                        }
+                        out.summary.spans_read += 1;
+                        if sf.cut {
+                            *out.summary
+                                .spans_dropped
+                                .entry("truncated_protobuf".into())
+                                .or_default() += 1;
+                            out.summary.note(Problem {
+                                kind: "truncated_protobuf".into(),
+                                at: at(sf.offset),
+                                message: "the protobuf ends inside this span: the file or body was cut; the span is dropped".into(),
+                            });
+                            continue;
+                        }
+                        match pb::Span::decode(sf.data) {
+                            Ok(s) => spans.push((s, sf.offset)),
+                            Err(e) => {
+                                *out.summary
+                                    .spans_dropped
+                                    .entry("malformed_protobuf".into())
+                                    .or_default() += 1;
+                                out.summary.note(Problem {
+                                    kind: "malformed_protobuf".into(),
+                                    at: at(sf.offset),
+                                    message: format!(
+                                        "this span is not a valid OTLP `Span` ({e}); it is dropped"
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (s, offset) in spans {
+            if let Some(span) = pb_span(s, &resource, &at(offset), &mut out.summary) {
+                out.spans.push(span);
+            }
+        }
+    }
+    // A length that runs past the end, cut between two whole spans: nothing was cut inside a
+    // span, but the input still ends early.
+    if declared_past_end(bytes) && !out.summary.problems.contains_key("truncated_protobuf") {
+        out.summary.drop_record(Problem {
+            kind: "truncated_protobuf".into(),
+            at: at(bytes.len()),
+            message: "the protobuf ends before the length its last message declares: the file or body was cut".into(),
+        });
+    }
+    out
+}
+
+/// Whether some length-delimited field on the path to the last span declares more bytes than
+/// there are.
+fn declared_past_end(bytes: &[u8]) -> bool {
+    fn walk(buf: &[u8], base: usize, depth: usize) -> bool {
+        let Some(Ok(last)) = Fields::new(buf, base).last() else {
+            return false;
+        };
+        last.cut || (depth < 2 && last.len && walk(last.data, last.data_offset, depth + 1))
+    }
+    walk(bytes, 0, 0)
+}
+
+fn pb_span(
+    s: pb::Span,
+    resource: &BTreeMap<String, Value>,
+    at: &Location,
+    summary: &mut ImportSummary,
+) -> Option<Span> {
+    let what = if s.name.is_empty() {
+        "a span".to_string()
+    } else {
+        format!("span `{}`", s.name)
+    };
+    let id = |raw: &[u8], bytes: usize, name: &str| -> Result<Option<String>, String> {
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        if raw.len() != bytes {
+            return Err(format!("`{name}` must be {bytes} bytes, got {}", raw.len()));
+        }
+        all_zero_check(hex(raw), bytes).map_err(|e| format!("`{name}` {e}"))
+    };
+    let mut dropped = |message: String| {
+        *summary.spans_dropped.entry("bad_id".into()).or_default() += 1;
+        summary.note(Problem {
+            kind: "bad_id".into(),
+            at: at.clone(),
+            message: format!("{what}: {message}; the span is dropped"),
+        });
+    };
+    let trace_id = match id(&s.trace_id, 16, "trace_id") {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            dropped("no `trace_id`".into());
+            return None;
+        }
+        Err(e) => {
+            dropped(e);
+            return None;
+        }
+    };
+    let span_id = match id(&s.span_id, 8, "span_id") {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            dropped("no `span_id`".into());
+            return None;
+        }
+        Err(e) => {
+            dropped(e);
+            return None;
+        }
+    };
+    let parent_span_id = match id(&s.parent_span_id, 8, "parent_span_id") {
+        Ok(p) => p,
+        Err(e) => {
+            summary.note(Problem {
+                kind: "bad_id".into(),
+                at: at.clone(),
+                message: format!("{what}: {e}; the span is kept as a root"),
+            });
+            None
+        }
+    };
+    let attributes = pb_attributes(s.attributes, at, &what, summary);
+    let events = s
+        .events
+        .into_iter()
+        .map(|e| SpanEvent {
+            name: e.name,
+            time_unix_nano: (e.time_unix_nano != 0).then_some(e.time_unix_nano),
+            attributes: pb_attributes(e.attributes, at, &what, summary),
+        })
+        .collect();
+    Some(Span {
+        trace_id,
+        span_id,
+        parent_span_id,
+        name: s.name,
+        kind: kind_name(i64::from(s.kind)).map(str::to_string),
+        start_unix_nano: (s.start_time_unix_nano != 0).then_some(s.start_time_unix_nano),
+        end_unix_nano: (s.end_time_unix_nano != 0).then_some(s.end_time_unix_nano),
+        attributes,
+        events,
+        status: s.status.map(|st| SpanStatus {
+            code: code_of(i64::from(st.code)),
+            message: st.message,
+        }),
+        resource: resource.clone(),
+        at: at.clone(),
+    })
+}
+
+fn pb_attributes(
+    kvs: Vec<pb::KeyValue>,
+    at: &Location,
+    what: &str,
+    summary: &mut ImportSummary,
+) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for kv in kvs {
+        let value = kv
+            .value
+            .map(|v| pb_any_value(v, &kv.key, at, what, summary));
+        out.insert(kv.key, value.unwrap_or(Value::Null));
+    }
+    out
+}
+
+fn pb_any_value(
+    v: pb::AnyValue,
+    key: &str,
+    at: &Location,
+    what: &str,
+    summary: &mut ImportSummary,
+) -> Value {
+    match v.value {
+        None => Value::Null,
+        Some(pb::Value::StringValue(s)) => Value::String(s),
+        Some(pb::Value::BoolValue(b)) => Value::Bool(b),
+        Some(pb::Value::IntValue(i)) => Value::from(i),
+        Some(pb::Value::DoubleValue(x)) => match Number::from_f64(x) {
+            Some(n) => Value::Number(n),
+            None => {
+                summary.note(Problem {
+                    kind: "wrong_attribute_type".into(),
+                    at: at.clone(),
+                    message: format!(
+                        "{what}: attribute `{key}` is the double {x}, which JSON cannot hold; kept as the string \"{x}\""
+                    ),
+                });
+                Value::String(x.to_string())
+            }
+        },
+        Some(pb::Value::ArrayValue(a)) => Value::Array(
+            a.values
+                .into_iter()
+                .map(|v| pb_any_value(v, key, at, what, summary))
+                .collect(),
+        ),
+        Some(pb::Value::KvlistValue(l)) => {
+            let mut map = Map::new();
+            for kv in l.values {
+                let value = kv
+                    .value
+                    .map(|v| pb_any_value(v, key, at, what, summary))
+                    .unwrap_or(Value::Null);
+                map.insert(kv.key, value);
+            }
+            Value::Object(map)
+        }
+        Some(pb::Value::BytesValue(b)) => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(b))
+        }
+    }
+}
+
+/// Decodes an OTLP/HTTP request body (`POST /v1/traces`) by its `Content-Type`:
+/// `application/x-protobuf` (binary) or `application/json` (one `ExportTraceServiceRequest`
+/// JSON document). Spans are located in `POST /v1/traces` (byte offsets for protobuf).
+///
+/// A body that is not a request at all (not JSON, not `TracesData`, corrupt protobuf before
+/// any span) is a [`RequestError::Malformed`] (answered with 400); an unknown content type is
+/// [`RequestError::UnsupportedContentType`] (415). Problems below that (one bad span) are in
+/// the returned summary, as for a file.
+pub fn decode_request(bytes: &[u8], content_type: &str) -> Result<Decoded, RequestError> {
+    const AT: &str = "POST /v1/traces";
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let decoded = match media.as_str() {
+        "application/x-protobuf" | "application/protobuf" => decode_protobuf(bytes, AT),
+        "application/json" => {
+            let text = std::str::from_utf8(bytes).map_err(|e| RequestError::Malformed {
+                message: format!("the JSON body is not UTF-8: {e}"),
+            })?;
+            let value: Value = serde_json::from_str(text).map_err(|e| RequestError::Malformed {
+                message: format!("the body is not JSON: {e}"),
+            })?;
+            let mut out = Decoded::default();
+            decode_json_value(
+                &value,
+                &Location {
+                    file: AT.into(),
+                    line: None,
+                    byte_offset: None,
+                },
+                &mut out,
+            );
+            out
+        }
+        other => {
+            return Err(RequestError::UnsupportedContentType {
+                content_type: other.to_string(),
+            })
+        }
+    };
+    if decoded.spans.is_empty() && decoded.summary.records_dropped > 0 {
+        let message = decoded
+            .summary
+            .first
+            .first()
+            .map(|p| format!("{}: {}", p.kind, p.message))
+            .unwrap_or_else(|| "no span could be read".into());
+        return Err(RequestError::Malformed { message });
+    }
+    Ok(decoded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line_at(n: usize) -> Location {
+        Location {
+            file: "t.jsonl".into(),
+            line: Some(n),
+            byte_offset: None,
+        }
+    }
+
+    const CAMEL: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"rag"}}]},"scopeSpans":[{"scope":{"name":"app"},"spans":[{"traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174","parentSpanId":"","name":"query","kind":"SPAN_KIND_SERVER","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":1700000000250000000,"attributes":[{"key":"openinference.span.kind","value":{"stringValue":"CHAIN"}},{"key":"n","value":{"intValue":"42"}},{"key":"x","value":{"doubleValue":0.5}},{"key":"ok","value":{"boolValue":true}},{"key":"tags","value":{"arrayValue":{"values":[{"stringValue":"a"},{"stringValue":"b"}]}}},{"key":"kv","value":{"kvlistValue":{"values":[{"key":"k","value":{"intValue":7}}]}}},{"key":"raw","value":{"bytesValue":"AAE="}}],"events":[{"timeUnixNano":"1700000000100000000","name":"exception","attributes":[{"key":"exception.message","value":{"stringValue":"boom"}}]}],"status":{"code":"STATUS_CODE_ERROR","message":"failed"}}]}]}]}"#;
+
+    #[test]
+    fn camel_case_hex_ids_and_int64_strings() {
+        let mut out = Decoded::default();
+        decode_json_line(CAMEL, &line_at(1), &mut out);
+        assert_eq!(out.summary.spans_read, 1);
+        assert!(out.summary.problems.is_empty(), "{:?}", out.summary.first);
+        let s = &out.spans[0];
+        assert_eq!(s.trace_id, "5b8efff798038103d269b633813fc60c");
+        assert_eq!(s.span_id, "eee19b7ec3c1b174");
+        assert_eq!(s.parent_span_id, None);
+        assert_eq!(s.kind.as_deref(), Some("server"));
+        assert_eq!(s.start_unix_nano, Some(1_700_000_000_000_000_000));
+        assert_eq!(s.duration_ms(), Some(250.0));
+        assert_eq!(s.attributes["n"], json!(42));
+        assert_eq!(s.attributes["x"], json!(0.5));
+        assert_eq!(s.attributes["ok"], json!(true));
+        assert_eq!(s.attributes["tags"], json!(["a", "b"]));
+        assert_eq!(s.attributes["kv"], json!({"k": 7}));
+        assert_eq!(s.attributes["raw"], json!("AAE="));
+        assert_eq!(s.resource["service.name"], json!("rag"));
+        assert_eq!(s.events[0].attributes["exception.message"], json!("boom"));
+        assert_eq!(s.status.as_ref().unwrap().code, StatusCode::Error);
+        assert_eq!(s.at.to_string(), "t.jsonl:1");
+    }
+
+    #[test]
+    fn snake_case_base64_ids_as_json_format_writes() {
+        // google.protobuf.json_format.MessageToJson(preserving_proto_field_name=True):
+        // bytes as base64, int64/fixed64 as strings, enums by name.
+        let line = json!({"resource_spans": [{"scope_spans": [{"spans": [{
+            "trace_id": "W47/95gDgQPSabYzgT/GDA==",
+            "span_id": "7uGbfsPBsXQ=",
+            "parent_span_id": "AQIDBAUGBwg=",
+            "name": "retrieve",
+            "kind": 1,
+            "start_time_unix_nano": "1700000000000000000",
+            "end_time_unix_nano": "1700000000005000000",
+            "status": {"code": 1}
+        }]}]}]})
+        .to_string();
+        let mut out = Decoded::default();
+        decode_json_line(&line, &line_at(3), &mut out);
+        let s = &out.spans[0];
+        assert_eq!(s.trace_id, "5b8efff798038103d269b633813fc60c");
+        assert_eq!(s.span_id, "eee19b7ec3c1b174");
+        assert_eq!(s.parent_span_id.as_deref(), Some("0102030405060708"));
+        assert_eq!(s.kind.as_deref(), Some("internal"));
+        assert_eq!(s.duration_ms(), Some(5.0));
+        assert_eq!(s.status.as_ref().unwrap().code, StatusCode::Ok);
+    }
+
+    #[test]
+    fn old_instrumentation_library_spans_and_documents() {
+        let doc = json!([
+            {"resourceSpans": [{"instrumentationLibrarySpans": [{"spans": [{
+                "traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0102030405060708", "name": "a"}]}]}]},
+            {"resourceSpans": []}
+        ])
+        .to_string();
+        let out = decode_json_document(&doc, "d.json");
+        assert_eq!(out.spans.len(), 1);
+        assert_eq!(out.spans[0].at.file, "d.json[0]");
+        // A pretty-printed single document.
+        let pretty =
+            serde_json::to_string_pretty(&serde_json::from_str::<Value>(CAMEL).unwrap()).unwrap();
+        let out = decode_json_document(&pretty, "p.json");
+        assert_eq!(out.spans.len(), 1);
+    }
+
+    #[test]
+    fn bad_lines_are_counted_and_located() {
+        let text = format!("{CAMEL}\nnot json at all\n{{\"resourceMetrics\": []}}\n\n[1,2]\n");
+        let mut out = decode_json_document(&text, "t.jsonl");
+        assert_eq!(out.spans.len(), 1);
+        assert_eq!(out.summary.records_dropped, 3);
+        assert_eq!(out.summary.problems["not_json"], 1);
+        assert_eq!(out.summary.problems["not_traces_data"], 2);
+        let located: Vec<String> = out.summary.first.iter().map(|p| p.at.to_string()).collect();
+        assert_eq!(located, ["t.jsonl:2", "t.jsonl:3", "t.jsonl:5"]);
+        assert!(out.summary.first[1].message.contains("resourceMetrics"));
+        out.summary.spans_used = out.spans.len() as u64;
+        assert!(out.summary.adds_up());
+    }
+
+    #[test]
+    fn bad_ids_drop_the_span_and_bad_attributes_only_the_attribute() {
+        let line = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": "abc", "spanId": "0102030405060708", "name": "short"},
+            {"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "AQID", "name": "b64short"},
+            {"traceId": "00000000000000000000000000000000", "spanId": "0102030405060708", "name": "zero"},
+            {"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0102030405060708", "parentSpanId": "xyz",
+             "name": "kept", "startTimeUnixNano": "soon",
+             "attributes": [{"key": "llm.token_count.prompt", "value": {"intValue": "many"}},
+                            {"key": "fine", "value": {"stringValue": "yes"}},
+                            {"key": "odd", "value": {"fooValue": 1}}]}
+        ]}]}]})
+        .to_string();
+        let mut out = Decoded::default();
+        decode_json_line(&line, &line_at(7), &mut out);
+        assert_eq!(out.summary.spans_read, 4);
+        assert_eq!(out.summary.spans_dropped["bad_id"], 3);
+        assert_eq!(out.spans.len(), 1);
+        let kept = &out.spans[0];
+        assert_eq!(kept.parent_span_id, None);
+        assert_eq!(kept.start_unix_nano, None);
+        assert_eq!(kept.attributes.len(), 1);
+        assert_eq!(out.summary.problems["wrong_attribute_type"], 2);
+        assert_eq!(out.summary.problems["bad_timestamp"], 1);
+        assert_eq!(out.summary.problems["bad_id"], 4);
+        let msg = &out.summary.first[0].message;
+        assert!(
+            msg.contains("span `short`") && msg.contains("32 hex digits"),
+            "{msg}"
+        );
+        assert!(out
+            .summary
+            .first
+            .iter()
+            .any(|p| p.message.contains("intValue")));
+        out.summary.spans_used = 1;
+        assert!(out.summary.adds_up());
+    }
+
+    fn pb_request(spans: Vec<pb::Span>) -> Vec<u8> {
+        // Encoded by hand from the messages: ExportTraceServiceRequest{resource_spans:[
+        // ResourceSpans{resource, scope_spans:[ScopeSpans{spans}]}]}.
+        let resource = pb::Resource {
+            attributes: vec![pb::KeyValue {
+                key: "service.name".into(),
+                value: Some(pb::AnyValue {
+                    value: Some(pb::Value::StringValue("rag".into())),
+                }),
+            }],
+        };
+        let mut scope = Vec::new();
+        for s in spans {
+            prost::encoding::message::encode(2, &s, &mut scope);
+        }
+        let mut rs = Vec::new();
+        prost::encoding::message::encode(1, &resource, &mut rs);
+        prost::encoding::bytes::encode(2, &scope, &mut rs);
+        let mut req = Vec::new();
+        prost::encoding::bytes::encode(1, &rs, &mut req);
+        req
+    }
+
+    fn pb_span(name: &str, span: u8) -> pb::Span {
+        pb::Span {
+            trace_id: (1..=16).collect(),
+            span_id: vec![0, 0, 0, 0, 0, 0, 0, span],
+            parent_span_id: Vec::new(),
+            name: name.into(),
+            kind: 3,
+            start_time_unix_nano: 1_700_000_000_000_000_000,
+            end_time_unix_nano: 1_700_000_000_002_000_000,
+            attributes: vec![pb::KeyValue {
+                key: "llm.token_count.prompt".into(),
+                value: Some(pb::AnyValue {
+                    value: Some(pb::Value::IntValue(12)),
+                }),
+            }],
+            events: Vec::new(),
+            status: Some(pb::Status {
+                message: String::new(),
+                code: 2,
+            }),
+        }
+    }
+
+    #[test]
+    fn protobuf_requests_and_concatenation() {
+        let req = pb_request(vec![pb_span("a", 1), pb_span("b", 2)]);
+        let out = decode_protobuf(&req, "t.pb");
+        assert!(out.summary.problems.is_empty(), "{:?}", out.summary.first);
+        assert_eq!(out.spans.len(), 2);
+        let s = &out.spans[0];
+        assert_eq!(s.trace_id, "0102030405060708090a0b0c0d0e0f10");
+        assert_eq!(s.span_id, "0000000000000001");
+        assert_eq!(s.kind.as_deref(), Some("client"));
+        assert_eq!(s.duration_ms(), Some(2.0));
+        assert_eq!(s.attributes["llm.token_count.prompt"], json!(12));
+        assert_eq!(s.resource["service.name"], json!("rag"));
+        assert_eq!(s.status.as_ref().unwrap().code, StatusCode::Error);
+        assert!(s.at.byte_offset.is_some());
+        // Two requests appended are one request.
+        let mut two = req.clone();
+        two.extend(pb_request(vec![pb_span("c", 3)]));
+        assert_eq!(decode_protobuf(&two, "t.pb").spans.len(), 3);
+        // The same bytes through the receiver's entry point.
+        let via = decode_request(&req, "application/x-protobuf").unwrap();
+        assert_eq!(via.spans.len(), 2);
+        assert_eq!(via.spans[0].at.file, "POST /v1/traces");
+    }
+
+    #[test]
+    fn a_truncated_protobuf_keeps_the_spans_before_the_cut() {
+        let req = pb_request(vec![pb_span("a", 1), pb_span("b", 2)]);
+        let cut = &req[..req.len() - 5];
+        let out = decode_protobuf(cut, "t.pb");
+        assert_eq!(out.spans.len(), 1);
+        assert_eq!(out.summary.spans_read, 2);
+        assert_eq!(out.summary.spans_dropped["truncated_protobuf"], 1);
+        let p = &out.summary.first[0];
+        assert_eq!(p.kind, "truncated_protobuf");
+        let offset = p.at.byte_offset.unwrap() as usize;
+        assert!(offset > 0 && offset < cut.len(), "{offset}");
+        assert!(p.at.to_string().starts_with("t.pb (byte "));
+        // Cut inside a key: nothing after it, the record counted.
+        let out = decode_protobuf(&[0x0a], "t.pb");
+        assert_eq!(out.summary.problems["truncated_protobuf"], 1);
+        assert_eq!(out.summary.records_dropped, 1);
+    }
+
+    #[test]
+    fn garbage_is_malformed_not_a_crash() {
+        let out = decode_protobuf(b"\x0f\xff\xff", "g.pb");
+        assert_eq!(out.summary.problems["malformed_protobuf"], 1);
+        assert!(out.spans.is_empty());
+        assert!(matches!(
+            decode_request(b"\x0f\xff", "application/x-protobuf"),
+            Err(RequestError::Malformed { .. })
+        ));
+        assert!(matches!(
+            decode_request(b"{}", "text/plain"),
+            Err(RequestError::UnsupportedContentType { .. })
+        ));
+        let json_body =
+            decode_request(CAMEL.as_bytes(), "application/json; charset=utf-8").unwrap();
+        assert_eq!(json_body.spans.len(), 1);
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(
+            InputFormat::sniff(b"  {\"resourceSpans\""),
+            InputFormat::OtlpJson
+        );
+        assert_eq!(InputFormat::sniff(b"\xef\xbb\xbf["), InputFormat::OtlpJson);
+        assert_eq!(InputFormat::sniff(b"\x0a\x90\x01"), InputFormat::OtlpProto);
+    }
+}
