@@ -213,22 +213,40 @@ def system_info(cls) -> Dict[str, Any]:
     }
 
 
-# The API over the binary; imported last: it needs nothing above, and nothing above needs it.
-from oloproof.api import (  # noqa: E402
-    BinaryNotFound,
-    Case,
-    Comparison,
-    ConfigError,
-    Criterion,
-    Diagnosis,
-    GateResult,
-    OloproofError,
-    Run,
-    RunError,
-    Verdict,
-    compare,
-    find_binary,
-    gate,
-    load_run,
-    run,
+# The API over the binary, imported on first use (PEP 562): a worker process, which starts
+# once per system connection, never needs it, and `api` (with `subprocess` and `pathlib`) is
+# most of the package's import time.
+_API_NAMES = frozenset(
+    {
+        "BinaryNotFound",
+        "Case",
+        "Comparison",
+        "ConfigError",
+        "Criterion",
+        "Diagnosis",
+        "GateResult",
+        "OloproofError",
+        "Run",
+        "RunError",
+        "Verdict",
+        "compare",
+        "find_binary",
+        "gate",
+        "load_run",
+        "run",
+    }
 )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API_NAMES:
+        import importlib
+
+        value = getattr(importlib.import_module("oloproof.api"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'oloproof' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | _API_NAMES)
