@@ -76,7 +76,7 @@ status=0
 "$oloproof" run . --json --no-cache >"$work/summary.json" 2>"$work/run.stderr" || status=$?
 end=$(date +%s.%N)
 run_id=$("$python" -c "import json, sys; print(json.load(open(sys.argv[1]))['run_id'])" "$work/summary.json")
-"$oloproof" show "$run_id" --json >"$work/cases.json"
+"$oloproof" inspect "$run_id" --json >"$work/cases.json"
 metrics=$("$python" -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())")
 
 "$python" - "$work/summary.json" "$work/cases.json" "$start" "$end" "$status" "$cases" "$parallel" "$threads" <<'EOF'

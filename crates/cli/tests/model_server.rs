@@ -75,7 +75,7 @@ fn assert_every_verdict_accounted(summary: &Value) {
 /// connection refused or cut): those are retried until the server is back. The missing
 /// verdicts counted.
 fn assert_missing_verdicts_have_reasons(dir: &std::path::Path, run: &str) -> usize {
-    let shown = oloproof(dir, &["show", run, "--json"]);
+    let shown = oloproof(dir, &["inspect", run, "--json"]);
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
     let all: Value = serde_json::from_slice(&shown.stdout).unwrap();
     let mut missing = 0;
