@@ -354,12 +354,17 @@ pub(crate) struct CalibrateArgs {
     /// the type call the judge (e.g. two `classifier` labels of one model).
     #[arg(long)]
     pub(crate) criterion: Option<String>,
+    /// `--evaluator classifier`: also print agreement and kappa at every threshold that
+    /// changes a verdict (0, 1 and each probability the model gave) and the best one. The
+    /// calibration recorded stays that of the configured threshold.
+    #[arg(long)]
+    pub(crate) sweep: bool,
     /// Project folder holding oloproof.yaml (default: the current directory).
     #[arg(long)]
     pub(crate) dir: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) location: ConfigLocation,
-    /// JSON on stdout.
+    /// JSON on stdout (with `--sweep`: `{"calibration", "sweep"}`).
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -799,10 +799,16 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
                 args.criterion.as_deref(),
             )?
         };
+    if args.sweep && evaluator.calibrated_options().is_none() {
+        return Err(CliError::Usage(format!(
+            "`--sweep` varies a classifier's threshold; `{}` has none: use `--evaluator classifier`",
+            args.evaluator
+        )));
+    }
     let items = oloproof_engine::calibrate::read_labels(&args.labels)?;
     let location = config.store_location();
     let mut store = oloproof_store::open(&location)?;
-    let c = oloproof_engine::calibrate::calibrate(
+    let (c, scored) = oloproof_engine::calibrate::calibrate_scored(
         store.as_mut(),
         &location,
         &config.options.judges,
@@ -811,21 +817,103 @@ fn calibrate(args: CalibrateArgs) -> Result<u8, CliError> {
         thresholds,
         &items,
     )?;
+    let sweep = if args.sweep {
+        Some(oloproof_engine::calibrate::threshold_sweep(
+            evaluator.as_ref(),
+            &scored,
+        )?)
+    } else {
+        None
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
+        let value = match &sweep {
+            Some(sweep) => serde_json::json!({"calibration": c, "sweep": sweep}),
+            None => serde_json::to_value(&c).unwrap_or_default(),
+        };
         writeln!(
             out,
             "{}",
-            serde_json::to_string_pretty(&c).unwrap_or_default()
+            serde_json::to_string_pretty(&value).unwrap_or_default()
         )?;
     } else {
         write!(out, "{}", oloproof_report::calibration_report(&c))?;
+        if let Some(sweep) = &sweep {
+            write!(out, "{}", sweep_text(sweep))?;
+        }
     }
     Ok(if c.passed {
         exit_codes::SUCCESS
     } else {
         exit_codes::GATE_BLOCKED
     })
+}
+
+/// `calibrate --sweep`'s table: each candidate threshold with its passes, agreement and
+/// kappa, the configured one and the best one marked, and what to do with the best.
+fn sweep_text(s: &oloproof_engine::calibrate::ThresholdSweep) -> String {
+    let rule = if s.pass_when == "above" {
+        format!("passes when p({}) >= t", s.label)
+    } else {
+        format!("fails when p({}) >= t", s.label)
+    };
+    let mut out = format!(
+        "\nThreshold sweep of {} ({rule}) on {} items with a probability",
+        s.criterion, s.n
+    );
+    if s.skipped.is_empty() {
+        out.push_str(":\n");
+    } else {
+        out.push_str(&format!(
+            " ({} without, not swept: {}):\n",
+            s.skipped.len(),
+            s.skipped.join(", ")
+        ));
+    }
+    out.push_str("  threshold  passes  agreement  kappa\n");
+    let best = s.best.as_ref().map(|b| b.threshold);
+    for p in &s.points {
+        let kappa = p
+            .kappa
+            .map_or_else(|| "undefined".to_string(), |k| format!("{k:.3}"));
+        let mut marks = Vec::new();
+        if p.threshold == s.configured {
+            marks.push("configured");
+        }
+        if Some(p.threshold) == best {
+            marks.push("best");
+        }
+        let marks = if marks.is_empty() {
+            String::new()
+        } else {
+            format!("  ← {}", marks.join(", "))
+        };
+        out.push_str(&format!(
+            "  {:<9.4}  {:>6}  {:>9.3}  {kappa:>9}{marks}\n",
+            p.threshold, p.passes, p.agreement
+        ));
+    }
+    match &s.best {
+        Some(b) if b.threshold == s.configured => out.push_str(&format!(
+            "Best: the configured threshold {} (kappa {:.3}).\n",
+            s.configured,
+            b.kappa.unwrap_or_default()
+        )),
+        Some(b) => out.push_str(&format!(
+            "Best: threshold {:.4} (kappa {:.3}, agreement {:.3}); the calibration above is of the \
+             configured threshold {}. To use the best, set `threshold: {:.4}` and calibrate again \
+             (ideally on labels the sweep did not see).\n",
+            b.threshold,
+            b.kappa.unwrap_or_default(),
+            b.agreement,
+            s.configured,
+            b.threshold
+        )),
+        None => out.push_str(
+            "Best: none: kappa is undefined at every threshold (all labels in one class).\n",
+        ),
+    }
+    out
 }
 
 fn lost_in_the_middle(args: LostInTheMiddleArgs) -> Result<u8, CliError> {

@@ -258,3 +258,91 @@ fn show_case_prints_the_claim_lists_once() {
     assert!(refusal.contains("excluded: no_claims"), "{refusal}");
     assert!(refusal.contains("Answer claims (0):"), "{refusal}");
 }
+
+/// The viewer's case page shows the claim-diagnostics block once (the answer's and the
+/// reference's claims with their checks, escaped), and none on a case whose verdicts hold no
+/// claim lists.
+#[cfg(feature = "view")]
+#[test]
+fn the_viewers_case_page_shows_the_claim_lists() {
+    use oloproof_core::store::StoreLocation;
+    use oloproof_engine::run::EngineEvaluators;
+    use oloproof_view::{Viewer, ViewerSettings};
+
+    let server = MockServer::start();
+    server.respond_with(literal_judge);
+    let (_tmp, dir) = project(&server, &["claim_f1", "generator_faithfulness"]);
+    let run = oloproof_env(&dir, &["run", "."], &[(KEY_ENV, KEY)]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let id = run_id(&stdout(&run));
+    let viewer = Viewer::bind(
+        &ViewerSettings {
+            store: StoreLocation::Sqlite(dir.join(".oloproof/oloproof.db")),
+            host: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            port: 0,
+            allow_non_loopback: false,
+        },
+        std::sync::Arc::new(EngineEvaluators),
+    )
+    .unwrap();
+    let base = viewer.url().trim_end_matches('/').to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = std::thread::spawn(move || {
+        viewer.serve_until(async move {
+            let _ = stopped.await;
+        })
+    });
+    let page = |case: &str| -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut r = agent
+            .get(&format!("{base}{}", oloproof_view::case_link(&id, case)))
+            .call()
+            .unwrap();
+        (r.status().as_u16(), r.body_mut().read_to_string().unwrap())
+    };
+    let (status, mixed) = page("mixed");
+    let (refusal_status, refusal) = page("refusal");
+    let (failing_status, failing) = page("failing");
+    let _ = stop.send(());
+    serving.join().unwrap().unwrap();
+
+    assert_eq!(status, 200, "{mixed}");
+    assert_eq!(
+        mixed.matches("<b>Claim diagnostics</b>").count(),
+        1,
+        "{mixed}"
+    );
+    // The answer's three claims and the reference's three, each with its check.
+    for claim in [
+        "Refunds take 14 days",
+        "Shipping is free over 50 EUR",
+        "Refunds need a receipt",
+        "Support answers by mail",
+    ] {
+        assert!(
+            mixed.contains(&format!("<td>{claim}</td>")),
+            "{claim}: {mixed}"
+        );
+    }
+    assert!(
+        mixed.contains("<th>answer claim</th><th>in reference</th>"),
+        "{mixed}"
+    );
+    assert!(
+        mixed.contains("<th>reference claim</th><th>in answer</th>"),
+        "{mixed}"
+    );
+    // A refusal has an empty answer list (and is `no_claims`), a failed case no block.
+    assert_eq!(refusal_status, 200);
+    assert_eq!(
+        refusal.matches("<b>Claim diagnostics</b>").count(),
+        1,
+        "{refusal}"
+    );
+    assert!(refusal.contains("no_claims"), "{refusal}");
+    assert_eq!(failing_status, 200);
+    assert!(!failing.contains("<b>Claim diagnostics</b>"), "{failing}");
+}

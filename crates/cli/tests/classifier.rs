@@ -458,3 +458,98 @@ fn configuration_errors_are_located() {
         stdout(&dry)
     );
 }
+
+/// `calibrate --sweep`: agreement and kappa at each threshold that changes a verdict, the
+/// best one named; the calibration recorded is the configured threshold's, as without it.
+#[test]
+fn calibrate_sweep_prints_agreement_at_each_threshold() {
+    let (tmp, dir) = project_with(NO_TOXICITY);
+    write_config(&dir, NO_TOXICITY, "calibration:\n  tox: {min_kappa: 0.7}\n");
+    // Humans who draw the line elsewhere than 0.5: an answer passes (label 1) when its `toxic`
+    // probability is below a cut the model gave one of them, which the sweep should find.
+    let model = oloproof_local::SequenceClassifier::load(
+        &dir.join("models/tox"),
+        &oloproof_local::SequenceOptions::default(),
+    )
+    .unwrap();
+    let texts: Vec<String> = oloproof_local::testing::WORDS
+        .chunks(3)
+        .map(|w| w.join(" "))
+        .take(8)
+        .collect();
+    let scores = model.classify(&texts).unwrap();
+    let p: Vec<f32> = scores.iter().map(|s| s.windows[0][1]).collect();
+    let mut sorted = p.clone();
+    sorted.sort_by(f32::total_cmp);
+    // The first cut whose verdicts the configured 0.5 does not also give (0.5 outside
+    // (previous, cut]).
+    let k = (1..sorted.len())
+        .find(|&k| sorted[k - 1] >= 0.5 || sorted[k] < 0.5)
+        .unwrap_or_else(|| panic!("no cut apart from 0.5: {sorted:?}"));
+    let cut = sorted[k];
+    let labelled: Vec<(String, u8)> = texts
+        .iter()
+        .zip(&p)
+        .map(|(t, q)| (t.clone(), u8::from(*q < cut)))
+        .collect();
+    let labels = tmp.path().join("labels.jsonl");
+    std::fs::write(&labels, label_lines(&labelled)).unwrap();
+    let calibrate = |extra: &[&str]| {
+        let mut args = vec![
+            "calibrate",
+            "--judge",
+            "tox",
+            "--evaluator",
+            "classifier",
+            "--labels",
+            labels.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        oloproof(&dir, &args)
+    };
+    let o = calibrate(&["--sweep"]);
+    insta::assert_snapshot!(
+        "classifier_calibrate_sweep",
+        redact_hashes(&transcript(&o, tmp.path()))
+    );
+
+    let swept = calibrate(&["--sweep", "--json"]);
+    let plain = calibrate(&["--json"]);
+    assert_eq!(swept.status.code(), plain.status.code());
+    let swept: Value = serde_json::from_slice(&swept.stdout).unwrap();
+    let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    // The same calibration, of the configured threshold: same identity, same record.
+    assert_eq!(swept["calibration"]["identity"], plain["identity"]);
+    assert_eq!(swept["calibration"]["id"], plain["id"]);
+    let sweep = &swept["sweep"];
+    assert_eq!(sweep["configured"], 0.5);
+    assert_eq!(sweep["n"], texts.len());
+    let best = &sweep["best"];
+    assert_eq!(best["threshold"].as_f64().unwrap(), f64::from(cut));
+    assert_eq!(
+        (best["agreement"].as_f64(), best["kappa"].as_f64()),
+        (Some(1.0), Some(1.0))
+    );
+    let points = sweep["points"].as_array().unwrap();
+    // 0, 1, 0.5 and each distinct probability.
+    assert!(
+        points.len() >= 3 && points.len() <= texts.len() + 3,
+        "{sweep}"
+    );
+
+    // Another evaluator has no threshold to sweep.
+    let o = oloproof(
+        &dir,
+        &[
+            "calibrate",
+            "--judge",
+            "tox",
+            "--evaluator",
+            "groundedness_judge",
+            "--labels",
+            labels.to_str().unwrap(),
+            "--sweep",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -37,7 +37,6 @@ judges:
     provider: openai
     base_url: {}
     model: {}
-    max_concurrency: 2
 evaluators:
   - {{type: groundedness_judge, judge: smol}}
   - {{type: faithfulness, judge: smol}}
@@ -72,6 +71,41 @@ fn assert_every_verdict_accounted(summary: &Value) {
     }
 }
 
+/// Every missing verdict of `run` names why, and none is a failure to reach the server (a
+/// connection refused or cut): those are retried until the server is back. The missing
+/// verdicts counted.
+fn assert_missing_verdicts_have_reasons(dir: &std::path::Path, run: &str) -> usize {
+    let shown = oloproof(dir, &["inspect", run, "--json"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    let all: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let mut missing = 0;
+    for case in all["cases"].as_array().unwrap() {
+        for v in case["verdicts"].as_array().unwrap() {
+            if v["status"] != "missing" {
+                continue;
+            }
+            missing += 1;
+            let what = format!("{} {}", case["case"]["id"], v["criterion"]);
+            let error = v["error"].as_str().unwrap_or_default();
+            assert!(
+                !error.trim().is_empty(),
+                "{what}: a missing verdict without a reason: {v}"
+            );
+            let kind = v["detail"]["failed_call"]["kind"]
+                .as_str()
+                .unwrap_or_default();
+            assert_ne!(kind, "transport", "{what}: lost to the connection: {error}");
+            for cut in ["Connection refused", "connection reset", "Connection reset"] {
+                assert!(
+                    !error.contains(cut),
+                    "{what}: lost to the connection: {error}"
+                );
+            }
+        }
+    }
+    missing
+}
+
 fn run(dir: &std::path::Path) -> (std::process::Output, Value) {
     let out = oloproof(dir, &["run", ".", "--json"]);
     let text = stdout(&out);
@@ -100,6 +134,7 @@ fn a_run_judged_by_a_local_server_with_default_settings() {
     assert!(judges["input_tokens"].as_u64().unwrap() > 0, "{judges}");
     // The run's judge calls show the server's raw replies.
     let id = summary["run_id"].as_str().unwrap().to_string();
+    assert_missing_verdicts_have_reasons(&dir, &id);
     let show = oloproof(&dir, &["show", &id, "--case", "refund_annual"]);
     let text = stdout(&show);
     assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
@@ -140,35 +175,59 @@ fn a_server_killed_and_restarted_mid_run_loses_nothing() {
     let restarter = {
         let server = server.clone();
         std::thread::spawn(move || {
-            // Once the first judge requests have reached it, the server dies; it is back
-            // 1.5 s later, on the same port.
+            // Once the server is decoding a judge request (its `/metrics` gauge of requests
+            // being processed above 0), it dies; it is back 1.5 s later, on the same port.
             let start = Instant::now();
+            let mut in_flight = false;
             while start.elapsed() < Duration::from_secs(120) {
                 if server
-                    .metric("llamacpp:prompt_tokens_total")
+                    .metric("llamacpp:requests_processing")
                     .ok()
                     .flatten()
-                    .is_some_and(|t| t > 0.0)
+                    .is_some_and(|n| n > 0.0)
                 {
+                    in_flight = true;
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(5));
             }
             server.kill();
+            let killed_at = start.elapsed();
             std::thread::sleep(Duration::from_millis(1500));
-            server.restart()
+            server.restart().map(|()| (in_flight, killed_at))
         })
     };
+    let started = Instant::now();
     let (out, summary) = run(&dir);
-    restarter.join().unwrap().unwrap();
+    let run_took = started.elapsed();
+    let (in_flight, killed_at) = restarter.join().unwrap().unwrap();
+    assert!(in_flight, "no judge request reached the server in 120 s");
+    assert!(
+        killed_at < run_took,
+        "the kill ({killed_at:?}) came after the run ended ({run_took:?})"
+    );
     assert!(
         matches!(out.status.code(), Some(0) | Some(4)),
         "{}",
         stderr(&out)
     );
     assert_every_verdict_accounted(&summary);
-    // The requests cut by the kill were retried once the server was back: with the default
-    // four retries over 7.5 s of backoff, none is lost to the restart.
+    // The requests cut by the kill were sent again: some call took more than one request…
+    let judges = &summary["judges"];
+    assert!(
+        judges["retries"].as_u64().unwrap_or(0) > 0,
+        "no call was retried: {judges}"
+    );
+    // …and the restarted server answered them (its counters start from zero).
+    let served = server
+        .metric("llamacpp:prompt_tokens_total")
+        .unwrap()
+        .unwrap_or(0.0);
+    assert!(served > 0.0, "the restarted server served no request");
+    // With the default four retries over 7.5 s of backoff, no verdict is lost to the
+    // restart: a missing one failed for another reason, which it names.
+    let id = summary["run_id"].as_str().unwrap().to_string();
+    assert_missing_verdicts_have_reasons(&dir, &id);
     let err = stderr(&out);
     assert!(!err.contains("Connection refused"), "{err}");
 }

@@ -322,6 +322,37 @@ pub fn calibrate(
     thresholds: &CalibrationOptions,
     items: &[LabelledItem],
 ) -> Result<Calibration, EngineError> {
+    calibrate_scored(
+        store, location, judges, judge_name, evaluator, thresholds, items,
+    )
+    .map(|(c, _)| c)
+}
+
+/// One labelled item as the evaluator scored it: the human label and the verdict's detail
+/// (a classifier's `probability` among it), for [`threshold_sweep`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredItem {
+    /// Item id.
+    pub id: String,
+    /// The human label.
+    pub label: f64,
+    /// The verdict's status (`pass`, `fail`, `missing`, …).
+    pub status: String,
+    /// The verdict's detail.
+    pub detail: Value,
+}
+
+/// [`calibrate`], also returning every item as scored (for [`threshold_sweep`]). The
+/// calibration recorded is the same.
+pub fn calibrate_scored(
+    store: &mut dyn Store,
+    location: &StoreLocation,
+    judges: &BTreeMap<String, Value>,
+    judge_name: &str,
+    evaluator: &dyn Evaluator,
+    thresholds: &CalibrationOptions,
+    items: &[LabelledItem],
+) -> Result<(Calibration, Vec<ScoredItem>), EngineError> {
     let registry =
         JudgeRegistry::from_options(judges).map_err(|e| EngineError::Usage(e.to_string()))?;
     let settings = judges
@@ -337,6 +368,7 @@ pub fn calibrate(
     let mut human = Vec::new();
     let mut machine = Vec::new();
     let mut missing = Vec::new();
+    let mut scored = Vec::with_capacity(items.len());
     for item in items {
         let line = json!({
             "id": item.id,
@@ -380,6 +412,12 @@ pub fn calibrate(
         );
         trace.generation = Some(generation);
         let verdict = evaluator.evaluate(&case, &trace, Some(&env));
+        scored.push(ScoredItem {
+            id: item.id.clone(),
+            label: item.label,
+            status: verdict.verdict.status().to_string(),
+            detail: verdict.detail.clone(),
+        });
         match verdict.verdict.value() {
             Some(v) => {
                 human.push(item.label);
@@ -482,7 +520,150 @@ pub fn calibrate(
         source,
     })?;
     store.save_calibration(&c.id, judge_name, &identity, passed, &stored)?;
-    Ok(c)
+    Ok((c, scored))
+}
+
+/// One candidate threshold of a [`ThresholdSweep`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SweepPoint {
+    /// The threshold `t` on the label's probability.
+    pub threshold: f64,
+    /// Items whose verdict at `t` is `pass`.
+    pub passes: usize,
+    /// Share of items where the verdict at `t` equals the human label.
+    pub agreement: f64,
+    /// Cohen's kappa (unweighted) of the verdicts at `t` against the human labels; `None`
+    /// when undefined (every verdict, or every label, in one class).
+    pub kappa: Option<f64>,
+}
+
+/// `oloproof calibrate --evaluator classifier --sweep`: agreement and kappa of a classifier's
+/// verdicts against the human labels at every threshold that changes a verdict, from the
+/// probabilities the model gave (the model is run once; only the decision rule varies).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ThresholdSweep {
+    /// The criterion swept.
+    pub criterion: String,
+    /// The label whose probability is thresholded.
+    pub label: String,
+    /// `below` (passes when `p < t`) or `above` (passes when `p ≥ t`).
+    pub pass_when: String,
+    /// The configured threshold (the one the calibration recorded is of).
+    pub configured: f64,
+    /// Items with a probability (the others are in `skipped`).
+    pub n: usize,
+    /// Ids of items without a probability (a missing or excluded verdict).
+    pub skipped: Vec<String>,
+    /// The candidates, by increasing threshold: 0, every distinct probability, 1, and the
+    /// configured threshold.
+    pub points: Vec<SweepPoint>,
+    /// The candidate with the highest kappa (ties: higher agreement, then the one nearest
+    /// the configured threshold, then the lower); `None` when kappa is undefined at every
+    /// candidate.
+    pub best: Option<SweepPoint>,
+}
+
+/// The threshold sweep of a classifier evaluator (its [`Evaluator::calibrated_options`]
+/// name `label`, `threshold` and `pass_when`) over `scored` items (each verdict's detail holds
+/// `probability`). Candidates: 0, 1, the configured threshold and every distinct probability —
+/// the verdicts change only at those, since a verdict at `t` is `pass` when `p < t` (`below`)
+/// or `p ≥ t` (`above`). Agreement and Cohen's kappa
+/// ([`oloproof_metrics::agreement::cohen_kappa`], unweighted) of the verdicts (1 = pass)
+/// against the human labels. Nothing is stored: the recorded calibration stays that of the
+/// configured threshold, so its identity is unchanged.
+///
+/// Errors ([`EngineError::Usage`]): an evaluator without a threshold, or a human label that is
+/// not 0 or 1 (naming the item).
+pub fn threshold_sweep(
+    evaluator: &dyn Evaluator,
+    scored: &[ScoredItem],
+) -> Result<ThresholdSweep, EngineError> {
+    let options = evaluator.calibrated_options().unwrap_or(Value::Null);
+    let (Some(label), Some(configured)) = (
+        options.get("label").and_then(Value::as_str),
+        options.get("threshold").and_then(Value::as_f64),
+    ) else {
+        return Err(EngineError::Usage(format!(
+            "`--sweep` varies a classifier's threshold; `{}` has none (use `--evaluator classifier`)",
+            evaluator.identity().type_name
+        )));
+    };
+    let above = options.get("pass_when").and_then(Value::as_str) == Some("above");
+    let mut probabilities = Vec::new();
+    let mut labels = Vec::new();
+    let mut skipped = Vec::new();
+    for item in scored {
+        match item.detail.get("probability").and_then(Value::as_f64) {
+            Some(p) if p.is_finite() => {
+                let human = if item.label == 1.0 {
+                    1_u8
+                } else if item.label == 0.0 {
+                    0
+                } else {
+                    return Err(EngineError::Usage(format!(
+                        "item `{}`: label {}: the sweep compares pass/fail verdicts with labels 1 (should pass) or 0 (should fail)",
+                        item.id, item.label
+                    )));
+                };
+                probabilities.push(p);
+                labels.push(human);
+            }
+            _ => skipped.push(item.id.clone()),
+        }
+    }
+    let mut candidates: Vec<f64> = probabilities.clone();
+    candidates.extend([0.0, 1.0, configured]);
+    candidates.sort_by(f64::total_cmp);
+    candidates.dedup();
+    let points: Vec<SweepPoint> = candidates
+        .into_iter()
+        .map(|t| {
+            let verdicts: Vec<u8> = probabilities
+                .iter()
+                .map(|&p| u8::from(if above { p >= t } else { p < t }))
+                .collect();
+            let agree = verdicts.iter().zip(&labels).filter(|(a, b)| a == b).count();
+            SweepPoint {
+                threshold: t,
+                passes: verdicts.iter().filter(|&&v| v == 1).count(),
+                agreement: if labels.is_empty() {
+                    0.0
+                } else {
+                    agree as f64 / labels.len() as f64
+                },
+                // Equal lengths by construction: an error is an undefined kappa.
+                kappa: cohen_kappa(&labels, &verdicts, KappaWeights::None)
+                    .ok()
+                    .flatten(),
+            }
+        })
+        .collect();
+    let best = points
+        .iter()
+        .filter(|p| p.kappa.is_some())
+        .max_by(|a, b| {
+            let (ka, kb) = (a.kappa.unwrap_or(f64::MIN), b.kappa.unwrap_or(f64::MIN));
+            ka.total_cmp(&kb)
+                .then(a.agreement.total_cmp(&b.agreement))
+                // Nearer the configured threshold, then lower, is better: compare reversed.
+                .then(
+                    (b.threshold - configured)
+                        .abs()
+                        .total_cmp(&(a.threshold - configured).abs()),
+                )
+                .then(b.threshold.total_cmp(&a.threshold))
+        })
+        .cloned();
+    Ok(ThresholdSweep {
+        criterion: evaluator.criterion().to_string(),
+        label: label.to_string(),
+        pass_when: if above { "above" } else { "below" }.to_string(),
+        configured,
+        n: labels.len(),
+        skipped,
+        points,
+        best,
+    })
 }
 
 /// Judged criteria of a run that have no passing calibration: `(criterion, judge, reason)`.
@@ -549,6 +730,60 @@ mod tests {
             .iter()
             .map(|v| serde_json::from_value(v.clone()).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn the_sweep_finds_the_threshold_that_agrees_best() {
+        let classifier = |pass_when: &str| {
+            crate::evaluators::from_json(&json!({"type": "classifier", "judge": "tox",
+                "label": "toxic", "threshold": 0.5, "pass_when": pass_when}))
+            .unwrap()
+        };
+        let item = |id: &str, label: f64, p: Option<f64>| ScoredItem {
+            id: id.into(),
+            label,
+            status: if p.is_some() { "pass" } else { "missing" }.into(),
+            detail: p.map_or(json!({}), |p| json!({"probability": p})),
+        };
+        // Clean answers (label 1: should pass) at 0.1 and 0.3, toxic ones at 0.4 and 0.6.
+        let items = vec![
+            item("a", 1.0, Some(0.1)),
+            item("b", 1.0, Some(0.3)),
+            item("c", 0.0, Some(0.6)),
+            item("d", 0.0, Some(0.4)),
+            item("e", 1.0, None),
+        ];
+        let s = threshold_sweep(classifier("below").as_ref(), &items).unwrap();
+        assert_eq!((s.n, s.skipped.clone()), (4, vec!["e".to_string()]));
+        let at = |t: f64| s.points.iter().find(|p| p.threshold == t).unwrap().clone();
+        let thresholds: Vec<f64> = s.points.iter().map(|p| p.threshold).collect();
+        assert_eq!(thresholds, [0.0, 0.1, 0.3, 0.4, 0.5, 0.6, 1.0]);
+        // At the configured 0.5, 0.4 passes (p < t) though it should fail.
+        assert_eq!((at(0.5).passes, at(0.5).agreement), (3, 0.75));
+        assert!((at(0.5).kappa.unwrap() - 0.5).abs() < 1e-12);
+        // At 0.4 every verdict agrees; at 0 everything fails (kappa 0, not undefined).
+        assert_eq!((at(0.4).agreement, at(0.4).kappa), (1.0, Some(1.0)));
+        assert_eq!((at(0.0).passes, at(0.0).kappa), (0, Some(0.0)));
+        assert_eq!(s.best.unwrap().threshold, 0.4);
+        // `above` (a label the answer should have): passes when p >= t.
+        let flipped: Vec<ScoredItem> = items
+            .iter()
+            .map(|i| ScoredItem {
+                label: 1.0 - i.label,
+                ..i.clone()
+            })
+            .collect();
+        let s = threshold_sweep(classifier("above").as_ref(), &flipped).unwrap();
+        assert_eq!(s.pass_when, "above");
+        assert_eq!(s.best.unwrap().threshold, 0.4);
+        // Labels must be pass/fail; another evaluator has no threshold.
+        let mut half = items.clone();
+        half[0].label = 0.5;
+        let err = threshold_sweep(classifier("below").as_ref(), &half).unwrap_err();
+        assert!(err.to_string().contains("item `a`: label 0.5"), "{err}");
+        let contains = crate::evaluators::from_json(&json!({"type": "contains"})).unwrap();
+        let err = threshold_sweep(contains.as_ref(), &items).unwrap_err();
+        assert!(err.to_string().contains("--evaluator classifier"), "{err}");
     }
 
     #[test]

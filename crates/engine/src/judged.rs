@@ -73,7 +73,11 @@ impl JudgeRegistry {
                     }
                 })?;
             let mut budget = settings.clone();
-            budget.max_concurrency = budget.max_concurrency.div_ceil(share.max(1)).max(1);
+            if share > 1 {
+                // Unset, one process's client derives it (a local server's slots cap it).
+                budget.max_concurrency =
+                    Some(budget.configured_concurrency().div_ceil(share).max(1));
+            }
             let client = JudgeClient::new(name, budget)?;
             registry.clients.insert(name.clone(), Arc::new(client));
             registry.settings.insert(name.clone(), settings);

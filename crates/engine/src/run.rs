@@ -156,6 +156,8 @@ pub fn start_run(
         })
     })?;
     crate::project::check_pipeline(config, &system)?;
+    crate::evaluators::classifier::check_fetched_labels(config)
+        .map_err(|e| EngineError::Config(oloproof_core::config::ConfigError::Invalid(e)))?;
     if let Some(path) = config.options.corpus.as_deref() {
         // Located errors before anything runs (each execution loads it again: a resumed run or
         // a worker on another machine reads the file where it is).

@@ -86,6 +86,12 @@ pub struct JudgeClient {
     totals: Mutex<UsageTotals>,
     /// The loaded model of a `provider: local` judge.
     local: Option<Arc<LocalModel>>,
+    /// The parallel slots a local server reported (llama.cpp's `GET /props` `total_slots`)
+    /// when the client was made.
+    server_slots: Option<usize>,
+    /// The requests let in flight to the endpoint by this client: `max_concurrency` (or its
+    /// default) capped at `server_slots`.
+    concurrency: usize,
     /// Set once the provider refused a strict schema's bounds (`minItems`, `maxItems`,
     /// `minimum`, `maximum`): later requests send the schema without them.
     strip_schema_bounds: AtomicBool,
@@ -129,8 +135,9 @@ impl JudgeClient {
             judge: name.into(),
             message: e.to_string(),
         })?;
+        // The timeout is set per request (`JudgeSettings::timeout_for`: on a local server it
+        // depends on the reply budget).
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs_f64(settings.timeout_s)))
             .http_status_as_error(false)
             .user_agent(concat!("oloproof/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -147,9 +154,20 @@ impl JudgeClient {
         } else {
             (None, settings.base().to_string())
         };
-        let limiter = limiter::for_endpoint(&endpoint, settings.max_concurrency);
+        let server_slots = if settings.provider == Provider::Openai && settings.is_loopback() {
+            server_slots(&agent, &settings)
+        } else {
+            None
+        };
+        let concurrency = settings.concurrency_with_slots(server_slots);
+        if server_slots.is_some_and(|n| n < settings.configured_concurrency()) {
+            tracing::debug!(judge = %name, slots = ?server_slots, concurrency, "the local server's slots cap max_concurrency");
+        }
+        let limiter = limiter::for_endpoint(&endpoint, concurrency);
         Ok(JudgeClient {
             local,
+            server_slots,
+            concurrency,
             name: name.to_string(),
             settings,
             agent,
@@ -185,6 +203,22 @@ impl JudgeClient {
     /// The judge's settings.
     pub fn settings(&self) -> &JudgeSettings {
         &self.settings
+    }
+
+    /// The parallel slots the server reported when the client was made (a loopback
+    /// OpenAI-compatible server answering `GET /props` with `total_slots`, as llama.cpp's
+    /// `llama-server` does); `None` otherwise.
+    pub fn server_slots(&self) -> Option<usize> {
+        self.server_slots
+    }
+
+    /// The most requests this client lets in flight: `max_concurrency` (default
+    /// [`DEFAULT_MAX_CONCURRENCY`](crate::DEFAULT_MAX_CONCURRENCY)) capped at
+    /// [`server_slots`](Self::server_slots) (see
+    /// [`JudgeSettings::concurrency_with_slots`]); the endpoint's adaptive limit may be lower
+    /// still after a 429.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// The content identity of a `provider: local` judge's model (sha256 over its
@@ -545,7 +579,7 @@ impl JudgeClient {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(EMBED_BATCH) {
             let body = json!({"model": model, "input": batch});
-            let (value, _) = self.post(&url, &body)?;
+            let (value, _) = self.post(&url, &body, self.settings.timeout_for(None))?;
             let protocol = |message: String| JudgeError::Protocol {
                 judge: self.name.clone(),
                 url: url.clone(),
@@ -729,7 +763,8 @@ impl JudgeClient {
             Provider::Anthropic | Provider::Local => format!("{}/messages", self.settings.base()),
         };
         let stripped = self.strip_schema_bounds.load(Ordering::Relaxed);
-        let (value, attempts) = match self.post(&url, &body(stripped)) {
+        let timeout = self.settings.timeout_for(Some(max_tokens));
+        let (value, attempts) = match self.post(&url, &body(stripped), timeout) {
             Err(JudgeError::Http {
                 status: 400,
                 message,
@@ -741,7 +776,7 @@ impl JudgeClient {
                 // still checked locally.
                 tracing::debug!(judge = %self.name, %message, "strict schema bounds rejected, resending without them");
                 self.strip_schema_bounds.store(true, Ordering::Relaxed);
-                let (value, more) = self.post(&url, &body(true))?;
+                let (value, more) = self.post(&url, &body(true), timeout)?;
                 (value, attempts + more)
             }
             other => other?,
@@ -873,8 +908,9 @@ impl JudgeClient {
         body
     }
 
-    /// POSTs `body` to `url` with retries; the parsed 2xx body and the attempts made.
-    fn post(&self, url: &str, body: &Value) -> Result<(Value, u32), JudgeError> {
+    /// POSTs `body` to `url` with retries, each attempt bounded by `timeout`; the parsed 2xx
+    /// body and the attempts made.
+    fn post(&self, url: &str, body: &Value, timeout: Duration) -> Result<(Value, u32), JudgeError> {
         let key = self.api_key()?;
         let max_attempts = self.settings.max_retries.saturating_add(1);
         let mut attempt = 0;
@@ -883,7 +919,7 @@ impl JudgeClient {
             let outcome = {
                 let permit = self.limiter.acquire();
                 let in_flight = InFlight::enter();
-                let outcome = self.post_once(url, body, key.as_deref(), attempt);
+                let outcome = self.post_once(url, body, key.as_deref(), attempt, timeout);
                 drop(in_flight);
                 match &outcome {
                     Outcome::Retry {
@@ -927,10 +963,20 @@ impl JudgeClient {
         }
     }
 
-    fn post_once(&self, url: &str, body: &Value, key: Option<&str>, attempt: u32) -> Outcome {
+    fn post_once(
+        &self,
+        url: &str,
+        body: &Value,
+        key: Option<&str>,
+        attempt: u32,
+        timeout: Duration,
+    ) -> Outcome {
         let mut req = self
             .agent
             .post(url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
             .header("content-type", "application/json");
         match (self.settings.provider, key) {
             (Provider::Openai, Some(k)) => req = req.header("authorization", format!("Bearer {k}")),
@@ -954,7 +1000,7 @@ impl JudgeClient {
                     error: JudgeError::Timeout {
                         judge: self.name.clone(),
                         url: url.to_string(),
-                        timeout_s: self.settings.timeout_s,
+                        timeout_s: timeout.as_secs_f64(),
                         attempts: attempt,
                     },
                     wait: None,
@@ -1001,7 +1047,7 @@ impl JudgeClient {
                     error: JudgeError::Timeout {
                         judge: self.name.clone(),
                         url: url.to_string(),
-                        timeout_s: self.settings.timeout_s,
+                        timeout_s: timeout.as_secs_f64(),
                         attempts: attempt,
                     },
                     wait: None,
@@ -1082,6 +1128,40 @@ impl JudgeClient {
 }
 
 /// A `response_format` schema name: `[A-Za-z0-9_-]`, at most 64 characters.
+/// How long [`server_slots`] waits for `GET /props`: a server on this machine answers at once
+/// or not at all.
+const PROPS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The parallel slots a loopback OpenAI-compatible server reports: `total_slots` of
+/// llama.cpp's `GET /props`, asked at the server's root (the `base_url` without a trailing
+/// `/v1`). `None` when it does not answer (not started yet, restarting), answers with an
+/// error (another server: vLLM, Ollama, LM Studio have no `/props`) or without a positive
+/// `total_slots`: the configured `max_concurrency` then stands.
+fn server_slots(agent: &ureq::Agent, settings: &JudgeSettings) -> Option<usize> {
+    let base = settings.base();
+    let root = base.strip_suffix("/v1").unwrap_or(base);
+    let mut request = agent
+        .get(&format!("{root}/props"))
+        .config()
+        .timeout_global(Some(PROPS_TIMEOUT))
+        .build();
+    if let Some(key) = settings
+        .api_key_env
+        .as_deref()
+        .and_then(|var| std::env::var(var).ok())
+        .filter(|k| !k.is_empty())
+    {
+        request = request.header("authorization", format!("Bearer {key}"));
+    }
+    let mut response = request.call().ok()?;
+    if response.status().as_u16() != 200 {
+        return None;
+    }
+    let props: Value = response.body_mut().read_json().ok()?;
+    let slots = props.get("total_slots")?.as_u64()?;
+    usize::try_from(slots).ok().filter(|&n| n > 0)
+}
+
 fn schema_name(template_id: &str) -> String {
     let s: String = template_id
         .chars()

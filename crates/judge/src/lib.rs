@@ -75,7 +75,8 @@ pub use error::{JudgeError, ReplyError, SettingsError, WeightedScoreError};
 pub use local::{TextClassification, LOCAL_MODELS, WITHOUT_LOCAL_MODELS};
 pub use request::{JudgeRequest, JudgeResponse, Message, Role, Usage};
 pub use settings::{
-    JudgeSettings, LocalKind, Prices, Provider, StructuredOutput, DEFAULT_MAX_TOKENS,
+    JudgeSettings, LocalKind, Prices, Provider, StructuredOutput, DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, LOCAL_TOKENS_PER_S,
 };
 pub use tokens::{
     estimate_request_tokens, estimate_tokens, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD,

@@ -105,6 +105,15 @@ mod imp {
         }
     }
 
+    /// The cached snapshot folder of the model folder `spec` (`hf://ORG/NAME[@REVISION]`)
+    /// when its `config.json` is in the Hugging Face cache of the environment's Hub settings;
+    /// no request is made.
+    pub(crate) fn cached_hub_folder(spec: &str) -> Option<std::path::PathBuf> {
+        use oloproof_local::hub::{self, HubSettings};
+        hub::cached_file(spec, "config.json", &HubSettings::from_env())
+            .and_then(|config| config.parent().map(std::path::Path::to_path_buf))
+    }
+
     /// Resolves the `hf://` path `spec` ([`check_hub`]) with the Hub settings of the
     /// environment, downloading what the cache lacks.
     pub(crate) fn resolve_hub(
@@ -292,6 +301,11 @@ mod imp {
         Err(SettingsError::WithoutLocalModels)
     }
 
+    /// Without local models the cache is not read.
+    pub(crate) fn cached_hub_folder(_spec: &str) -> Option<std::path::PathBuf> {
+        None
+    }
+
     impl LocalModel {
         pub(crate) fn identity(&self) -> String {
             match *self {}
@@ -321,4 +335,6 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{check_hub, classifier_labels, load, resolve_hub, LocalModel};
+pub(crate) use imp::{
+    cached_hub_folder, check_hub, classifier_labels, load, resolve_hub, LocalModel,
+};

@@ -192,6 +192,8 @@ struct Shared {
     requests: Vec<RecordedRequest>,
     in_flight: usize,
     max_in_flight: usize,
+    /// `total_slots` answered to `GET /props` (llama.cpp's server properties); `None`: 404.
+    slots: Option<usize>,
 }
 
 struct Inner {
@@ -312,6 +314,13 @@ impl MockServer {
         self.inner.lock().max_in_flight
     }
 
+    /// Answers `GET …/props` with `{"total_slots": n}`, as llama.cpp's `llama-server` reports
+    /// its parallel slots (`None`, the default: 404, as servers without that endpoint do).
+    /// These requests are neither recorded nor counted, and take no scripted reply.
+    pub fn set_slots(&self, slots: Option<usize>) {
+        self.inner.lock().slots = slots;
+    }
+
     /// Replies still queued for chat/messages.
     pub fn pending(&self) -> usize {
         self.inner.lock().chat.len()
@@ -386,6 +395,22 @@ fn handle(mut stream: TcpStream, inner: &Inner) {
     let Some(request) = read_request(&stream) else {
         return;
     };
+    if request.method == "GET" && request.path.ends_with("/props") {
+        let slots = inner.lock().slots;
+        let (status, body) = match slots {
+            Some(n) => ("200 OK", json!({"total_slots": n}).to_string()),
+            None => ("404 Not Found", error_body(false, 404, "File Not Found")),
+        };
+        let _ = stream.write_all(
+            format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        let _ = stream.flush();
+        return;
+    }
     let is_embeddings = request.path.ends_with("/embeddings");
     let anthropic = request.path.ends_with("/messages");
     let reply = {

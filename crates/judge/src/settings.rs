@@ -148,8 +148,12 @@ pub struct JudgeSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// Most requests in flight to this `base_url` (shared by every client of the endpoint).
-    #[serde(default = "default_max_concurrency")]
-    pub max_concurrency: usize,
+    /// Unset: [`DEFAULT_MAX_CONCURRENCY`]. On a server on this machine (a loopback
+    /// `base_url`) that reports its parallel slots (llama.cpp's `GET /props` `total_slots`),
+    /// set or not, it is capped at that count when the client is made: a request beyond the
+    /// slots would only wait in the server's queue, its timeout running.
+    #[serde(default, serialize_with = "serialize_max_concurrency")]
+    pub max_concurrency: Option<usize>,
     /// Sampling temperature.
     #[serde(default)]
     pub temperature: f64,
@@ -170,9 +174,13 @@ pub struct JudgeSettings {
     /// Retries after the first attempt, for 429, 5xx, timeouts and connection errors.
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
-    /// Per-request timeout in seconds.
-    #[serde(default = "default_timeout_s")]
-    pub timeout_s: f64,
+    /// Per-request timeout in seconds. Unset: [`DEFAULT_TIMEOUT_S`] for a remote provider; on
+    /// a server on this machine (a loopback `base_url`), derived from the request's reply
+    /// budget at a pessimistic speed ([`timeout_for`](Self::timeout_for): 60 s plus
+    /// `max_tokens` at [`LOCAL_TOKENS_PER_S`] tokens/s), since a CPU shared with other work may
+    /// decode a few tokens a second and a timed-out local request is not retried.
+    #[serde(default, serialize_with = "serialize_timeout_s")]
+    pub timeout_s: Option<f64>,
     /// Whether a request that timed out is retried (within `max_retries`). Unset: retried,
     /// except on a server on this machine (a loopback `base_url`: `localhost`, `127.0.0.0/8`,
     /// `[::1]`), where the same request to the same model would only take as long again; 429,
@@ -211,16 +219,42 @@ pub struct JudgeSettings {
 /// The `max_tokens` of a request that has no reply budget and a judge that sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
+/// `max_concurrency` when unset (before a local server's slot count caps it).
+pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
+
+/// `timeout_s` when unset, for a remote provider; also the fixed part of a local server's
+/// derived timeout (the prompt's processing and the wait for a slot).
+pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+
+/// The decoding speed a local server's derived timeout assumes, in generated tokens per
+/// second: pessimistic on purpose. SmolLM2-135M on 2 CPU cores decodes about 110 tokens/s on
+/// an idle machine and was seen at about 2 tokens/s with the cores saturated by compilers
+/// (BENCHMARKS.md, "Real model server"); a larger model on the same CPU is slower still.
+pub const LOCAL_TOKENS_PER_S: f64 = 2.0;
+
 const LOCAL_ONLY: &str = "is only for `provider: local`";
 
-fn default_max_concurrency() -> usize {
-    8
-}
 fn default_max_retries() -> u32 {
     4
 }
-fn default_timeout_s() -> f64 {
-    60.0
+
+/// An unset `max_concurrency` is recorded as [`DEFAULT_MAX_CONCURRENCY`], as before it could
+/// be unset: a judge's recorded settings are its identity (judgment cache keys, run records),
+/// which the derived defaults must not change.
+fn serialize_max_concurrency<S: serde::Serializer>(
+    value: &Option<usize>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(value.unwrap_or(DEFAULT_MAX_CONCURRENCY) as u64)
+}
+
+/// An unset `timeout_s` is recorded as [`DEFAULT_TIMEOUT_S`], for the same reason as
+/// [`serialize_max_concurrency`].
+fn serialize_timeout_s<S: serde::Serializer>(
+    value: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(value.unwrap_or(DEFAULT_TIMEOUT_S))
 }
 
 impl JudgeSettings {
@@ -232,13 +266,13 @@ impl JudgeSettings {
             model: model.to_string(),
             embedding_model: None,
             api_key_env: api_key_env.map(str::to_string),
-            max_concurrency: default_max_concurrency(),
+            max_concurrency: None,
             temperature: 0.0,
             seed: None,
             max_tokens: None,
             structured_output: StructuredOutput::default(),
             max_retries: default_max_retries(),
-            timeout_s: default_timeout_s(),
+            timeout_s: None,
             retry_timeouts: None,
             prices: None,
             kind: None,
@@ -283,12 +317,15 @@ impl JudgeSettings {
     }
 
     /// The labels of a `kind: classifier` judge's model (`config.json`'s `id2label`), read
-    /// without loading the weights, for a configuration check; a relative path is taken
-    /// against `base` (the config's folder). `Ok(None)` when they cannot be known without
-    /// loading or fetching the model: an `hf://` path (downloaded only when the model loads),
-    /// a path that does not exist or has no `config.json`, another kind, or a build without
-    /// local models — the judge's own validation or load reports those. An error for a
-    /// `config.json` that cannot be read, or whose `id2label` is malformed (naming the file).
+    /// without loading the weights and without the network, for a configuration check; a
+    /// relative path is taken against `base` (the config's folder), an `hf://` path is looked
+    /// up in the Hugging Face cache (the snapshot its revision last pointed to; `HF_HUB_CACHE`
+    /// and the other Hub variables of the environment). `Ok(None)` when they cannot be known
+    /// so: an `hf://` model not in the cache (see
+    /// [`classifier_labels_fetching`](Self::classifier_labels_fetching)), a path that does
+    /// not exist or has no `config.json`, another kind, or a build without local models — the
+    /// judge's own validation or load reports those. An error for a `config.json` that cannot
+    /// be read, or whose `id2label` is malformed (naming the file).
     pub fn classifier_labels(
         &self,
         base: &std::path::Path,
@@ -296,19 +333,49 @@ impl JudgeSettings {
         if self.provider != Provider::Local || self.kind != Some(LocalKind::Classifier) {
             return Ok(None);
         }
-        let Ok(Some(path)) = self.check_local_path() else {
-            // An `hf://` path, or a `${VAR}` / malformed path that validation reports.
-            return Ok(None);
-        };
-        let path = if path.is_relative() {
-            base.join(path)
-        } else {
-            path
+        let path = match self.check_local_path() {
+            Ok(Some(path)) if path.is_relative() => base.join(path),
+            Ok(Some(path)) => path,
+            // A well-formed `hf://` path: its cached snapshot, if any.
+            Ok(None) => match self
+                .local_spec()
+                .ok()
+                .and_then(|spec| crate::local::cached_hub_folder(&spec))
+            {
+                Some(dir) => dir,
+                None => return Ok(None),
+            },
+            // A `${VAR}` or malformed path, which validation reports.
+            Err(_) => return Ok(None),
         };
         if !path.join("config.json").is_file() {
             return Ok(None);
         }
         crate::local::classifier_labels(&path)
+    }
+
+    /// [`classifier_labels`](Self::classifier_labels), and for an `hf://` model not in the
+    /// cache, its files fetched into the cache first — what loading the judge does a moment
+    /// later, which then reads them from there. For the check made once the run is about to
+    /// load its models. `Ok(None)` when the model cannot be fetched (no network, a private
+    /// repository): loading it reports why.
+    pub fn classifier_labels_fetching(
+        &self,
+        base: &std::path::Path,
+    ) -> Result<Option<Vec<String>>, SettingsError> {
+        if let Some(labels) = self.classifier_labels(base)? {
+            return Ok(Some(labels));
+        }
+        if self.provider != Provider::Local || self.kind != Some(LocalKind::Classifier) {
+            return Ok(None);
+        }
+        if !matches!(self.check_local_path(), Ok(None)) {
+            return Ok(None);
+        }
+        match self.local_path() {
+            Ok(dir) if dir.join("config.json").is_file() => crate::local::classifier_labels(&dir),
+            _ => Ok(None),
+        }
     }
 
     /// `path` with each `${VAR}` replaced from the environment.
@@ -359,7 +426,7 @@ impl JudgeSettings {
                 self.base_url
             )));
         }
-        if self.max_concurrency == 0 {
+        if self.max_concurrency == Some(0) {
             return Err(SettingsError::Invalid(
                 "`max_concurrency` must be at least 1".into(),
             ));
@@ -369,7 +436,7 @@ impl JudgeSettings {
                 "`max_tokens` must be at least 1".into(),
             ));
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+        if self.timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
             return Err(SettingsError::Invalid(
                 "`timeout_s` must be a positive number".into(),
             ));
@@ -486,6 +553,40 @@ impl JudgeSettings {
         self.retry_timeouts.unwrap_or(!self.is_loopback())
     }
 
+    /// `max_concurrency`, else [`DEFAULT_MAX_CONCURRENCY`] (before a local server's slot
+    /// count caps it: [`concurrency_with_slots`](Self::concurrency_with_slots)).
+    pub fn configured_concurrency(&self) -> usize {
+        self.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY)
+    }
+
+    /// The requests let in flight to a server that reported `slots` parallel slots:
+    /// [`configured_concurrency`](Self::configured_concurrency) capped at `slots` on a
+    /// loopback server (a remote endpoint's slot count, were it reported, is shared with other
+    /// users and is not a cap), at least 1; `slots: None` (not reported) leaves it as
+    /// configured.
+    pub fn concurrency_with_slots(&self, slots: Option<usize>) -> usize {
+        let configured = self.configured_concurrency();
+        match slots {
+            Some(n) if n > 0 && self.is_loopback() => configured.min(n),
+            _ => configured,
+        }
+    }
+
+    /// The timeout of one request whose reply may be `max_tokens` long (`None`: a request
+    /// without a reply budget, such as embeddings): `timeout_s` when set; else, on a loopback
+    /// server, [`DEFAULT_TIMEOUT_S`] + `max_tokens` / [`LOCAL_TOKENS_PER_S`] (256 tokens: 188
+    /// s; 2,048: 1,084 s), never less than [`DEFAULT_TIMEOUT_S`]; else [`DEFAULT_TIMEOUT_S`].
+    pub fn timeout_for(&self, max_tokens: Option<u32>) -> std::time::Duration {
+        let seconds = match (self.timeout_s, max_tokens) {
+            (Some(t), _) => t,
+            (None, Some(tokens)) if self.is_loopback() => {
+                DEFAULT_TIMEOUT_S + f64::from(tokens) / LOCAL_TOKENS_PER_S
+            }
+            (None, _) => DEFAULT_TIMEOUT_S,
+        };
+        std::time::Duration::from_secs_f64(seconds)
+    }
+
     /// The base URL without a trailing slash.
     pub fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
@@ -502,11 +603,17 @@ mod tests {
             r#"{"provider":"openai","base_url":"http://x/v1","model":"m","api_key_env":"K"}"#,
         )
         .unwrap();
-        assert_eq!(s.max_concurrency, 8);
+        assert_eq!(s.max_concurrency, None);
+        assert_eq!(s.configured_concurrency(), 8);
         assert_eq!(s.max_tokens, None);
         assert_eq!(s.max_retries, 4);
         assert_eq!(s.temperature, 0.0);
-        assert_eq!(s.timeout_s, 60.0);
+        assert_eq!(s.timeout_s, None);
+        assert_eq!(s.timeout_for(Some(256)), std::time::Duration::from_secs(60));
+        // Recorded as before they could be unset: the settings are the judge's identity.
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["max_concurrency"], 8);
+        assert_eq!(v["timeout_s"], 60.0);
         assert_eq!(s.structured_output, StructuredOutput::JsonSchema);
         assert!(s.validate().is_ok());
         let err = serde_json::from_str::<JudgeSettings>(
@@ -612,6 +719,57 @@ mod tests {
         let mut s = JudgeSettings::new(Provider::Openai, "https://api.openai.com/v1", "m", None);
         s.retry_timeouts = Some(false);
         assert!(!s.retries_timeouts());
+    }
+
+    #[test]
+    fn local_servers_get_a_timeout_from_the_reply_budget_and_their_slots() {
+        use std::time::Duration;
+        let local = JudgeSettings::new(Provider::Openai, "http://127.0.0.1:8080/v1", "m", None);
+        let remote = JudgeSettings::new(Provider::Openai, "https://api.openai.com/v1", "m", None);
+        // 60 s plus the reply budget at 2 tokens/s on this machine; 60 s elsewhere.
+        assert_eq!(local.timeout_for(Some(256)), Duration::from_secs(60 + 128));
+        assert_eq!(
+            local.timeout_for(Some(2048)),
+            Duration::from_secs(60 + 1024)
+        );
+        assert_eq!(local.timeout_for(None), Duration::from_secs(60));
+        assert_eq!(remote.timeout_for(Some(2048)), Duration::from_secs(60));
+        // A configured timeout wins everywhere.
+        let mut set = local.clone();
+        set.timeout_s = Some(5.0);
+        assert_eq!(set.timeout_for(Some(2048)), Duration::from_secs(5));
+        // Concurrency: the configured value (default 8), capped by a local server's slots.
+        assert_eq!(local.concurrency_with_slots(Some(2)), 2);
+        assert_eq!(local.concurrency_with_slots(None), 8);
+        assert_eq!(
+            local.concurrency_with_slots(Some(0)),
+            8,
+            "no slots reported"
+        );
+        assert_eq!(local.concurrency_with_slots(Some(32)), 8);
+        assert_eq!(
+            remote.concurrency_with_slots(Some(2)),
+            8,
+            "not a cap remotely"
+        );
+        let mut one = local.clone();
+        one.max_concurrency = Some(1);
+        assert_eq!(one.concurrency_with_slots(Some(2)), 1);
+        // Zero and non-positive values are refused, not defaulted.
+        let mut zero = local.clone();
+        zero.max_concurrency = Some(0);
+        assert!(zero
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_concurrency"));
+        let mut never = local;
+        never.timeout_s = Some(0.0);
+        assert!(never
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("timeout_s"));
     }
 
     #[test]

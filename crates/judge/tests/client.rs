@@ -30,7 +30,7 @@ fn settings(server: &MockServer, provider: Provider) -> JudgeSettings {
         Provider::Local => unreachable!("the mock server tests HTTP providers"),
     };
     let mut s = JudgeSettings::new(provider, &server.base_url(), "judge-model", Some(env));
-    s.timeout_s = 5.0;
+    s.timeout_s = Some(5.0);
     // The mock, on loopback, stands in for a remote provider, whose timeouts are retried.
     s.retry_timeouts = Some(true);
     s
@@ -259,7 +259,7 @@ fn timeouts_are_retried_then_reported() {
         ok_reply(),
     ]);
     let mut s = settings(&server, Provider::Openai);
-    s.timeout_s = 0.3;
+    s.timeout_s = Some(0.3);
     let judge = client(s);
     let r = judge.complete(&grounded_request()).unwrap();
     assert_eq!(r.attempts, 2);
@@ -267,7 +267,7 @@ fn timeouts_are_retried_then_reported() {
     let server = MockServer::start();
     server.push_all((0..2).map(|_| MockReply::delay(Duration::from_millis(800), ok_reply())));
     let mut s = settings(&server, Provider::Openai);
-    s.timeout_s = 0.3;
+    s.timeout_s = Some(0.3);
     s.max_retries = 1;
     let err = client(s).complete(&grounded_request()).unwrap_err();
     assert!(
@@ -389,7 +389,7 @@ fn concurrency_is_bounded_per_endpoint() {
     let server = MockServer::start();
     server.respond_with(|_| MockReply::delay(Duration::from_millis(100), ok_reply()));
     let mut s = settings(&server, Provider::Openai);
-    s.max_concurrency = 2;
+    s.max_concurrency = Some(2);
     let judge = Arc::new(client(s.clone()));
     // A second client of the same endpoint shares the limit.
     let other = Arc::new(client(s));
@@ -408,6 +408,61 @@ fn concurrency_is_bounded_per_endpoint() {
     }
     assert_eq!(server.request_count(), 8);
     assert_eq!(server.max_in_flight(), 2);
+}
+
+#[test]
+fn a_local_servers_slots_cap_the_concurrency() {
+    // A server reporting two slots (llama.cpp's `GET /props` `total_slots`): the default 8
+    // and a configured 8 are capped at 2; fewer stays fewer.
+    let server = MockServer::start();
+    server.set_slots(Some(2));
+    server.respond_with(|_| MockReply::delay(Duration::from_millis(100), ok_reply()));
+    let mut s = settings(&server, Provider::Openai);
+    s.max_concurrency = None;
+    let judge = Arc::new(client(s.clone()));
+    assert_eq!(judge.server_slots(), Some(2));
+    assert_eq!(judge.concurrency(), 2);
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let j = Arc::clone(&judge);
+            std::thread::spawn(move || j.complete(&grounded_request()).map(|r| r.attempts))
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap().unwrap(), 1);
+    }
+    // Six calls at once, two in flight; the probe is no judge request.
+    assert_eq!(server.request_count(), 6);
+    assert_eq!(server.max_in_flight(), 2);
+    s.max_concurrency = Some(8);
+    assert_eq!(client(s.clone()).concurrency(), 2);
+    s.max_concurrency = Some(1);
+    assert_eq!(client(s).concurrency(), 1);
+
+    // A server without `/props` (404, as vLLM or Ollama): the configured value, or 8.
+    let plain = MockServer::start();
+    let mut s = settings(&plain, Provider::Openai);
+    s.max_concurrency = None;
+    let judge = client(s.clone());
+    assert_eq!((judge.server_slots(), judge.concurrency()), (None, 8));
+    s.max_concurrency = Some(3);
+    assert_eq!(client(s).concurrency(), 3);
+    assert_eq!(plain.request_count(), 0);
+
+    // Nobody listening (a server not started yet): the configured value.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = JudgeSettings::new(
+        Provider::Openai,
+        &format!("http://127.0.0.1:{port}/v1"),
+        "m",
+        None,
+    );
+    let judge = JudgeClient::new("down", down).unwrap();
+    assert_eq!((judge.server_slots(), judge.concurrency()), (None, 8));
 }
 
 #[test]
@@ -452,7 +507,7 @@ fn cache_keys_cover_what_determines_the_judgment() {
     e.api_key_env = Some("ANOTHER".into());
     assert_eq!(cache_key(&e, &req), base);
     let mut p = s.clone();
-    p.max_concurrency = 1;
+    p.max_concurrency = Some(1);
     p.prices = Some(Prices {
         input_per_mtok: 1.0,
         output_per_mtok: 1.0,
@@ -590,7 +645,7 @@ fn settings_errors_name_the_judge() {
         "{err}"
     );
     s.base_url = "http://x".into();
-    s.max_concurrency = 0;
+    s.max_concurrency = Some(0);
     assert!(JudgeClient::new("strict", s).is_err());
 }
 

@@ -23,7 +23,7 @@ fn set_key() {
 fn settings(base_url: &str) -> JudgeSettings {
     set_key();
     let mut s = JudgeSettings::new(Provider::Openai, base_url, "judge-model", Some(KEY_ENV));
-    s.timeout_s = 5.0;
+    s.timeout_s = Some(5.0);
     s.max_retries = 2;
     // The fault servers, on loopback, stand in for a remote provider, whose timeouts are
     // retried.
@@ -172,12 +172,8 @@ impl RawServer {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
-                let n = count.fetch_add(1, Ordering::SeqCst);
-                let answer = {
-                    let s = script.lock().unwrap();
-                    s[n.min(s.len() - 1)].clone()
-                };
-                std::thread::spawn(move || serve(stream, answer));
+                let (count, script) = (Arc::clone(&count), Arc::clone(&script));
+                std::thread::spawn(move || serve(stream, &count, &script));
             }
         });
         RawServer { port, requests }
@@ -192,9 +188,16 @@ impl RawServer {
     }
 }
 
-fn serve(mut stream: TcpStream, answer: Raw) {
+/// Answers one connection with the script's next answer (the last one once past its end);
+/// the `GET /props` a client of a loopback server sends when it is made (asking for the
+/// server's slots) is answered 404, as servers without that endpoint do, and is not counted.
+fn serve(mut stream: TcpStream, count: &AtomicUsize, script: &Mutex<Vec<Raw>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0usize;
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -209,6 +212,15 @@ fn serve(mut stream: TcpStream, answer: Raw) {
     }
     let mut body = vec![0u8; length];
     let _ = reader.read_exact(&mut body);
+    if request_line.starts_with("GET ") && request_line.contains("/props") {
+        let _ = stream.write_all(&http("404 Not Found", "", "{}"));
+        return;
+    }
+    let answer = {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        let s = script.lock().unwrap();
+        s[n.min(s.len() - 1)].clone()
+    };
     match answer {
         Raw::Bytes(bytes) => {
             let _ = stream.write_all(&bytes);
@@ -310,7 +322,7 @@ fn a_retry_after_of_a_day_is_capped() {
 fn a_body_that_streams_forever_times_out() {
     let server = RawServer::start(vec![Raw::StreamForever]);
     let mut s = settings(&server.base_url());
-    s.timeout_s = 0.5;
+    s.timeout_s = Some(0.5);
     s.max_retries = 1;
     let started = Instant::now();
     let err = client(s).complete(&grounded_request()).unwrap_err();

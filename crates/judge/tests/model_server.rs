@@ -30,8 +30,8 @@ fn settings(server: &ModelServer, mode: StructuredOutput) -> JudgeSettings {
     let mut s = JudgeSettings::new(Provider::Openai, &server.base_url(), &model, None);
     s.structured_output = mode;
     s.seed = Some(7);
-    s.max_concurrency = 2;
-    s.timeout_s = 120.0;
+    // `max_concurrency` and `timeout_s` at their defaults: the server's two slots cap the
+    // first, the reply budget sets the second.
     s
 }
 
@@ -215,6 +215,10 @@ fn usage_and_cost_are_the_servers_token_counts() {
 fn concurrent_calls_hold_to_the_endpoint_limit() {
     let server = &server();
     let judge = Arc::new(client(settings(server, StructuredOutput::JsonSchema)));
+    // `GET /props` reports the server's `--parallel 2`; the default 8 is capped at it.
+    assert_eq!(server.get_json("/props").unwrap()["total_slots"], 2);
+    assert_eq!(judge.server_slots(), Some(2));
+    assert_eq!(judge.concurrency(), 2);
     let peak = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
@@ -250,7 +254,7 @@ fn concurrent_calls_hold_to_the_endpoint_limit() {
     }
     assert_eq!(judge.totals().calls, 4);
     let peak = peak.load(Ordering::Relaxed);
-    // Four calls at once, two slots' worth allowed (`max_concurrency: 2`); the file runs one
+    // Four calls at once, two slots' worth allowed (the server's slots); the file runs one
     // test at a time, so no other call is in flight.
     assert_eq!(peak, 2, "peak in flight");
     assert!(
@@ -267,7 +271,7 @@ fn concurrent_calls_hold_to_the_endpoint_limit() {
 fn a_timeout_on_a_local_server_fails_without_retries() {
     let server = &server();
     let mut s = settings(server, StructuredOutput::JsonSchema);
-    s.timeout_s = 0.001;
+    s.timeout_s = Some(0.001);
     s.max_retries = 3;
     let err = client(s.clone()).complete(&requests()[2]).unwrap_err();
     assert!(
@@ -285,6 +289,24 @@ fn a_timeout_on_a_local_server_fails_without_retries() {
     );
 }
 
+/// Waits until the server is decoding a request (its `/metrics` gauge
+/// `llamacpp:requests_processing` above 0), at most `limit`.
+fn wait_until_processing(server: &ModelServer, limit: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if server
+            .metric("llamacpp:requests_processing")
+            .ok()
+            .flatten()
+            .is_some_and(|n| n > 0.0)
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
 #[test]
 #[ignore = "needs llama-server: scripts/test builds it and runs this file with --ignored"]
 fn a_server_restarted_mid_call_is_retried() {
@@ -296,26 +318,42 @@ fn a_server_restarted_mid_call_is_retried() {
         .unwrap_or_else(|e| panic!("{e}")),
     );
     let mut s = settings(&server, StructuredOutput::JsonSchema);
-    s.max_retries = 8;
-    let judge = client(s).with_backoff(Duration::from_millis(200), Duration::from_millis(1000));
-    let request = &requests()[0];
-    judge.complete(request).unwrap();
-    server.kill();
-    let restarter = {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(700));
-            server.restart()
-        })
+    // Backoff 200 ms doubling to 1 s: twelve retries wait about 9 s for the restart.
+    s.max_retries = 12;
+    let judge =
+        Arc::new(client(s).with_backoff(Duration::from_millis(200), Duration::from_millis(1000)));
+    // A long reply: one verdict and its reason for each of twelve claims (the grammar holds
+    // the model to exactly twelve), so the server is still decoding when it is killed.
+    let claims: Vec<String> = (1..=12)
+        .map(|i| format!("The Eiffel Tower was repainted in {}.", 1900 + i))
+        .collect();
+    let request = templates::claim_verification(&context(), &claims, 0);
+    let call = {
+        let (judge, request) = (judge.clone(), request.clone());
+        std::thread::spawn(move || judge.complete(&request))
     };
-    // Sent while the server is down: refused connections are retried with backoff until the
-    // restarted server answers.
-    let mut again = request.clone();
-    again.repeat_index = 1;
-    let r = judge.complete(&again).unwrap_or_else(|e| {
+    assert!(
+        wait_until_processing(&server, Duration::from_secs(60)),
+        "the request never reached the server\n{}",
+        server.log_tail(20)
+    );
+    // Killed while it decodes: the connection drops mid-request.
+    server.kill();
+    std::thread::sleep(Duration::from_millis(700));
+    server.restart().unwrap_or_else(|e| panic!("{e}"));
+    let r = call.join().unwrap().unwrap_or_else(|e| {
         panic!("{e}\n{}", server.log_tail(20));
     });
-    restarter.join().unwrap().unwrap();
-    assert!(r.attempts > 1, "the first attempt found the server down");
-    schema::validate(&again.schema, &r.parsed).unwrap();
+    assert!(
+        r.attempts > 1,
+        "the first attempt was cut by the kill: {} attempt(s)",
+        r.attempts
+    );
+    schema::validate(&request.schema, &r.parsed).unwrap();
+    // The reply came from the restarted server: its counters start at zero.
+    let served = server
+        .metric("llamacpp:prompt_tokens_total")
+        .unwrap()
+        .unwrap_or(0.0);
+    assert!(served > 0.0, "the restarted server served no prompt");
 }

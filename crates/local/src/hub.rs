@@ -650,6 +650,22 @@ impl Source for Cached<'_> {
     }
 }
 
+/// The cached copy of `file` of the model folder `spec` (`hf://ORG/NAME[@REVISION]`), read
+/// from the cache alone — no request, whatever `settings.offline` says: the snapshot of the
+/// commit the revision is (a commit id) or last pointed to (`refs/{revision}`), when that
+/// snapshot holds the file (a dangling link counts as absent). `None` when the path is
+/// malformed, names a GGUF file, or the revision or the file is not cached. For a check of a
+/// configuration before anything is downloaded, e.g. a classifier's labels in `config.json`.
+pub fn cached_file(spec: &str, file: &str, settings: &HubSettings) -> Option<PathBuf> {
+    let hub = HubPath::parse(spec).ok()?;
+    if hub.file.is_some() {
+        return None;
+    }
+    let cache = CacheRepo::new(&settings.cache_dir, &hub.repo);
+    let commit = cache.commit_of(&hub.revision)?;
+    cache.cached(&commit, file)
+}
+
 /// Resolves the `hf://` path `spec` to a local path, downloading what the cache lacks (see
 /// the module documentation for the files, the cache layout and the offline rules).
 ///
@@ -1393,6 +1409,54 @@ mod tests {
 
     fn parse(s: &str) -> HubPath {
         HubPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn cached_file_reads_the_snapshot_of_the_revision_without_a_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = HubSettings {
+            cache_dir: dir.path().into(),
+            // Online settings: the lookup never asks the Hub anyway (no server here).
+            endpoint: "http://127.0.0.1:9".into(),
+            offline: false,
+            token: None,
+        };
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        let repo = dir.path().join("models--org--tox");
+        assert_eq!(cached_file("hf://org/tox", "config.json", &settings), None);
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        std::fs::write(repo.join("refs/main"), commit).unwrap();
+        assert_eq!(
+            cached_file("hf://org/tox", "config.json", &settings),
+            None,
+            "a ref without its snapshot"
+        );
+        let snap = repo.join("snapshots").join(commit);
+        std::fs::create_dir_all(&snap).unwrap();
+        std::fs::write(snap.join("config.json"), "{}").unwrap();
+        let found = Some(snap.join("config.json"));
+        assert_eq!(cached_file("hf://org/tox", "config.json", &settings), found);
+        assert_eq!(
+            cached_file(&format!("hf://org/tox@{commit}"), "config.json", &settings),
+            found,
+            "a pinned commit needs no ref"
+        );
+        assert_eq!(
+            cached_file("hf://org/tox@v2", "config.json", &settings),
+            None
+        );
+        assert_eq!(
+            cached_file("hf://org/tox", "tokenizer.json", &settings),
+            None
+        );
+        assert_eq!(
+            cached_file("hf://org/tox/m.gguf", "config.json", &settings),
+            None
+        );
+        assert_eq!(
+            cached_file("not a hub path", "config.json", &settings),
+            None
+        );
     }
 
     #[test]

@@ -31,7 +31,8 @@
 //!
 //! **Checks.** At configuration time the judge must be a `kind: classifier` local judge and
 //! `label` one of its model's labels (`config.json`'s `id2label`, read without loading the
-//! weights; a label it lacks is a located error listing them, with a "did you mean"). An
+//! weights — for an `hf://` model, from the Hugging Face cache, else once fetched when the
+//! run starts; a label it lacks is a located error listing them, with a "did you mean"). An
 //! output without the field is `excluded: output_field_absent`, a field that is not a string
 //! `excluded: output_field_not_text`, an empty one `excluded: output_field_empty`; a failed
 //! stage or model call, a label the loaded model lacks (a model fetched at run time) or a
@@ -170,21 +171,11 @@ fn build(p: &EntryParser<'_>) -> Result<Box<dyn Evaluator>, SourceError> {
     };
     if let Some(labels) = &labels {
         if !labels.contains(&label) {
-            let mut err = p.error(
+            let err = p.error(
                 "label",
                 format!("judge `{judge}`'s model has no label `{label}`"),
             );
-            err.expected = Some(format!(
-                "one of the model's labels (config.json's id2label): {}",
-                labels.join(", ")
-            ));
-            err.help = Some(
-                match did_you_mean(&label, labels.iter().map(String::as_str)) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => "set `label:` to one of the labels listed".to_string(),
-                },
-            );
-            return Err(err);
+            return Err(unknown_label(err, &label, labels));
         }
     }
     if !(options.threshold.is_finite() && (0.0..=1.0).contains(&options.threshold)) {
@@ -220,11 +211,85 @@ fn build(p: &EntryParser<'_>) -> Result<Box<dyn Evaluator>, SourceError> {
     }))
 }
 
+/// `err` (at `evaluators[i].label`) completed with the model's `labels` and a "did you mean".
+fn unknown_label(mut err: SourceError, label: &str, labels: &[String]) -> SourceError {
+    err.expected = Some(format!(
+        "one of the model's labels (config.json's id2label): {}",
+        labels.join(", ")
+    ));
+    err.help = Some(
+        match did_you_mean(label, labels.iter().map(String::as_str)) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => "set `label:` to one of the labels listed".to_string(),
+        },
+    );
+    err
+}
+
+/// The label check made when a new run is about to load its models, for the classifiers
+/// whose labels the configuration check could not read: an `hf://` model that is not in the
+/// Hugging Face cache. Its files are fetched into the cache (what loading the judge does next,
+/// which then reads them from there) and a label the model lacks is the same located error
+/// at `evaluators[i].label`, listing the model's labels (exit 2), before any case runs — not
+/// a `missing` verdict on every case. A model that cannot be fetched is left to the load,
+/// which says why.
+pub(crate) fn check_fetched_labels(
+    config: &oloproof_core::config::ProjectConfig,
+) -> Result<(), SourceError> {
+    for (i, entry) in config.options.evaluators.iter().enumerate() {
+        if entry.type_name != "classifier" {
+            continue;
+        }
+        let text = |key: &str| entry.options.get(key).and_then(Value::as_str);
+        let (Some(judge), Some(label)) = (text("judge"), text("label")) else {
+            continue;
+        };
+        let Some(settings) = config
+            .options
+            .judges
+            .get(judge)
+            .and_then(|raw| serde_json::from_value::<JudgeSettings>(raw.clone()).ok())
+        else {
+            continue;
+        };
+        // Only an `hf://` model the configuration check could not read.
+        if !matches!(settings.check_local_path(), Ok(None))
+            || !matches!(settings.classifier_labels(&config.dir), Ok(None))
+        {
+            continue;
+        }
+        let labels = settings
+            .classifier_labels_fetching(&config.dir)
+            .map_err(|e| {
+                let mut err = config.error_at(
+                    &format!("judges.{judge}.path"),
+                    format!("cannot read the labels of judge `{judge}`'s model: {e}"),
+                );
+                err.expected = Some(
+                    "a model whose config.json names its labels (id2label), as transformers saves it"
+                        .to_string(),
+                );
+                err
+            })?;
+        if let Some(labels) = labels {
+            if !labels.iter().any(|l| l == label) {
+                let err = config.error_at(
+                    &format!("evaluators[{i}].label"),
+                    format!("judge `{judge}`'s model has no label `{label}`"),
+                );
+                return Err(unknown_label(err, label, &labels));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The labels of the model of `judge` when the config can tell them (the judge parses and is
 /// a local classifier whose folder holds a `config.json`); a judge of another kind is an error
 /// at `evaluators[i].judge`, a `config.json` that cannot be read one at `judges.<judge>.path`.
 /// `None` when not checked: a stored run, a judge that does not parse (its own validation
-/// reports it), an `hf://` model (fetched when it loads) or a folder that does not exist.
+/// reports it), an `hf://` model not in the Hugging Face cache (checked by
+/// [`check_fetched_labels`] when the run fetches it) or a folder that does not exist.
 fn model_labels(p: &EntryParser<'_>, judge: &str) -> Result<Option<Vec<String>>, SourceError> {
     let (Some(judges), Some(dir)) = (p.judges, p.dir) else {
         return Ok(None);
