@@ -146,7 +146,7 @@ fn judge(provider: Provider, data: &[u8]) {
     server::script(replies);
     let mut settings = JudgeSettings::new(provider, &server::url(), "fuzz-model", None);
     settings.max_retries = 1;
-    settings.timeout_s = 10.0;
+    settings.timeout_s = Some(10.0);
     let client = JudgeClient::new("fuzz", settings)
         .expect("valid settings")
         .with_backoff(Duration::ZERO, Duration::ZERO);

@@ -69,6 +69,14 @@ function oloproofAsync(args, codes = [0]) {
 function startJudge() {
   return new Promise((resolveUrl) => {
     judge = createServer((req, res) => {
+      // Like a real OpenAI-compatible server: only chat completions are served (a client of a
+      // loopback server asks `GET /props` for llama.cpp's slot count, and takes a 404).
+      if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
+        req.resume();
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+        return;
+      }
       let body = "";
       req.on("data", (d) => (body += d));
       req.on("end", () => {
