@@ -133,6 +133,9 @@ pub struct Flow {
     pub steps: Vec<Step>,
     /// Per-stage wall time in milliseconds, the stages that ran (`trace.latency_ms`).
     pub latency: Vec<(&'static str, f64)>,
+    /// The whole request's time as production recorded it (`latency_ms.total`, the root
+    /// span's duration), which may exceed the sum of the stages; `None` for a run.
+    pub recorded_total: Option<f64>,
     /// Cache use per stage (`rewrite hit`, `retrieve 3 hit/1 miss`, …).
     pub cache: Vec<String>,
 }
@@ -493,13 +496,16 @@ impl Flow {
             line,
             steps,
             latency: trace.latency_ms.stages(),
+            recorded_total: trace.latency_ms.total,
             cache,
         })
     }
 
-    /// The sum of the stage times (`None` when no stage was timed).
+    /// The recorded total when production gave one, else the sum of the stage times
+    /// (`None` when no stage was timed).
     pub fn total_ms(&self) -> Option<f64> {
-        (!self.latency.is_empty()).then(|| self.latency.iter().map(|s| s.1).sum())
+        self.recorded_total
+            .or_else(|| (!self.latency.is_empty()).then(|| self.latency.iter().map(|s| s.1).sum()))
     }
 }
 
@@ -812,6 +818,10 @@ mod tests {
         let tri = flow.steps.iter().find(|s| s.title == "Lane tri").unwrap();
         assert_eq!(tri.facts, ["1 call", "1 cached"]);
         assert_eq!(flow.total_ms(), Some(56.8));
+        // An imported trace's recorded total (the root span) wins over the sum of its stages.
+        let mut recorded = trace.clone();
+        recorded.latency_ms.total = Some(70.0);
+        assert_eq!(Flow::of(&case, &recorded).unwrap().total_ms(), Some(70.0));
     }
 
     #[test]
