@@ -1093,35 +1093,7 @@ fn aggregate(
     let summary = summarize_criterion(criterion, kind, &drawn, seed, resamples);
     let values: Vec<f64> = drawn.iter().filter_map(|v| v.value()).collect();
     let binary = values.iter().all(|v| *v == 0.0 || *v == 1.0);
-    let quantile = |q: f64| {
-        if values.is_empty() || binary {
-            return None;
-        }
-        let value = oloproof_stats::quantile(&values, q).ok()?;
-        Some(
-            match oloproof_stats::quantile_interval(&values, q, ALERT_CONFIDENCE) {
-                Ok(oloproof_stats::QuantileInterval {
-                    lower: Some(lo),
-                    upper: Some(hi),
-                    ..
-                }) => QuantileEstimate {
-                    value,
-                    interval: Some([lo, hi]),
-                    no_interval: None,
-                },
-                _ => QuantileEstimate {
-                    value,
-                    interval: None,
-                    no_interval: Some(format!(
-                        "{} observed: a distribution-free 95% interval of a p{} needs at least {}",
-                        values.len(),
-                        q * 100.0,
-                        oloproof_stats::quantile_interval_min_n(q, ALERT_CONFIDENCE)
-                    )),
-                },
-            },
-        )
-    };
+    let quantile = |q: f64| (!binary).then(|| quantile_estimate(&values, q)).flatten();
     let scored = !values.is_empty() && !binary;
     let under = (scored && matches!(kind, SummaryKind::Rate | SummaryKind::Mean)).then(|| {
         let k = values.iter().filter(|v| **v <= threshold).count() as u64;
@@ -1134,6 +1106,35 @@ fn aggregate(
         p25: quantile(0.25),
         under,
     }
+}
+
+/// The sample quantile `q` of `values` with its distribution-free 95 % interval
+/// ([`oloproof_stats::quantile_interval`]), or why there is none; `None` for no values.
+fn quantile_estimate(values: &[f64], q: f64) -> Option<QuantileEstimate> {
+    let value = oloproof_stats::quantile(values, q).ok()?;
+    Some(
+        match oloproof_stats::quantile_interval(values, q, ALERT_CONFIDENCE) {
+            Ok(oloproof_stats::QuantileInterval {
+                lower: Some(lo),
+                upper: Some(hi),
+                ..
+            }) => QuantileEstimate {
+                value,
+                interval: Some([lo, hi]),
+                no_interval: None,
+            },
+            _ => QuantileEstimate {
+                value,
+                interval: None,
+                no_interval: Some(format!(
+                    "{} observed: a distribution-free 95% interval of a p{} needs at least {}",
+                    values.len(),
+                    q * 100.0,
+                    oloproof_stats::quantile_interval_min_n(q, ALERT_CONFIDENCE)
+                )),
+            },
+        },
+    )
 }
 
 fn share(threshold: f64, k: u64, n: u64) -> ShareEstimate {
@@ -1182,13 +1183,10 @@ fn evaluate_alert(
                 .collect();
             let lacking = members.len() - values.len();
             a.n = values.len() as u64;
-            a.value = oloproof_stats::quantile(&values, 0.95).ok();
-            match oloproof_stats::quantile_interval(&values, 0.95, ALERT_CONFIDENCE) {
-                Ok(oloproof_stats::QuantileInterval {
-                    lower: Some(lo),
-                    upper: Some(hi),
-                    ..
-                }) => {
+            let p95 = quantile_estimate(&values, 0.95);
+            a.value = p95.as_ref().map(|e| e.value);
+            match p95.and_then(|e| e.interval) {
+                Some([lo, hi]) => {
                     a.interval = Some([lo, hi]);
                     let fired = lo > *max_ms;
                     let why = format!(
@@ -1200,7 +1198,7 @@ fn evaluate_alert(
                     );
                     decide(&mut a, fired, why);
                 }
-                _ => {
+                None => {
                     a.status = "insufficient";
                     a.why = format!(
                         "{} traces with a {stage} latency{}: a distribution-free 95% interval of a p95 needs at least {}",
