@@ -75,6 +75,9 @@ pub(crate) enum Command {
     /// Online evaluation of production traffic: windows, segments, tiered sampling, quality
     /// SLOs on the Wilson lower bound, guardrail alerts, feedback, a human-review queue.
     Monitor(crate::monitor_cmd::MonitorArgs),
+    /// Receive OTLP/HTTP traces (`POST /v1/traces`, protobuf or JSON) from instrumented apps
+    /// into the run store, until Ctrl-C; `import --collected` turns them into trace records.
+    Collect(crate::collect_cmd::CollectArgs),
     /// Move runs between stores (`store copy SRC DST`: SQLite to Postgres and back).
     Store(crate::store_cmd::StoreCommandArgs),
 }

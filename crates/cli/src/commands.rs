@@ -89,6 +89,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Report(args) => crate::report_cmd::report(args),
         Command::Worker(args) => crate::worker_cmd::worker(args),
         Command::Store(args) => crate::store_cmd::store(args),
+        Command::Collect(args) => crate::collect_cmd::collect(args),
         Command::Monitor(args) => crate::monitor_cmd::monitor_cmd(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -23,6 +23,7 @@ use oloproof_traces::span::{Decoded, Location};
 use oloproof_traces::{AssembleOptions, Assembler, InputFormat};
 use serde_json::Value;
 
+use crate::cli::ConfigLocation;
 use crate::commands::CliError;
 use crate::exit_codes;
 
@@ -40,8 +41,18 @@ pub(crate) enum ImportFormat {
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
     /// Trace files: OTLP JSON Lines / JSON, or OTLP protobuf.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "collected", value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
+    /// Also read the OTLP requests `oloproof collect` recorded in the run store (of the
+    /// project in the current directory, `--project DIR`, `--config` or `--store`), after the
+    /// files, in arrival order.
+    #[arg(long)]
+    pub(crate) collected: bool,
+    /// The project folder whose store `--collected` reads (default: the current directory).
+    #[arg(long, value_name = "DIR", requires = "collected")]
+    pub(crate) project: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) location: ConfigLocation,
     /// Where to write the trace records (JSONL, the `trace` dataset format).
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: PathBuf,
@@ -150,6 +161,15 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
             }
         }
     }
+    let mut requests = 0u64;
+    if args.collected {
+        let store = crate::commands::open_store(&args.location, args.project.as_deref())?;
+        oloproof_collect::read::for_each_collected(store.as_ref(), 0, |_, decoded| {
+            requests += 1;
+            write(assembler.push(decoded), &mut out).map_err(CliError::Output)
+        })?;
+        formats.push("collected OTLP requests");
+    }
     let (records, summary) = assembler.finish();
     write(records, &mut out)?;
     out.flush()?;
@@ -157,10 +177,20 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     let mut stdout = std::io::stdout().lock();
     let files = args.files.len();
     let dropped = summary.dropped();
+    let mut sources = Vec::new();
+    if files > 0 || !args.collected {
+        sources.push(format!("{files} file{}", if files == 1 { "" } else { "s" }));
+    }
+    if args.collected {
+        sources.push(format!(
+            "{requests} collected request{}",
+            if requests == 1 { "" } else { "s" }
+        ));
+    }
     writeln!(
         stdout,
-        "Imported {files} file{} ({}): {} span{} read = {} used + {dropped} dropped{}",
-        if files == 1 { "" } else { "s" },
+        "Imported {} ({}): {} span{} read = {} used + {dropped} dropped{}",
+        sources.join(" and "),
         dedup(&formats).join(", "),
         summary.spans_read,
         if summary.spans_read == 1 { "" } else { "s" },

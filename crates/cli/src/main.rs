@@ -2,6 +2,7 @@
 //! calls, output and exit codes.
 
 mod cli;
+mod collect_cmd;
 mod commands;
 mod compare_cmd;
 mod exit_codes;

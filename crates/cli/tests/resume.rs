@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -29,23 +29,35 @@ fn generate_calls(log: &std::path::Path) -> usize {
 fn kill_9_then_resume_equals_an_uninterrupted_run() {
     let (tmp, dir) = project("tests/systems/slow");
     let log = tmp.path().join("calls.log");
+    // The run's own output, kept: a run that ends before the kill says why.
+    let run_out = tmp.path().join("run.stdout");
+    let run_err = tmp.path().join("run.stderr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_oloproof"))
         .args(["run", "."])
         .current_dir(&dir)
+        .env_remove("RUST_LOG")
         .env("CI", "true")
-        .env("OLOPROOF_SLEEP_S", "0.05")
+        // 40 cases × 2 calls × 0.1 s over 2 workers: about 4 s, killed after 8 cases.
+        .env("OLOPROOF_SLEEP_S", "0.1")
         .env("OLOPROOF_TEST_CALL_LOG", &log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(std::fs::File::create(&run_out).unwrap())
+        .stderr(std::fs::File::create(&run_err).unwrap())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while done_count(&dir) < 8 {
         assert!(Instant::now() < deadline, "the run made no progress");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run finished before it could be killed"
-        );
+        if let Some(status) = child.try_wait().unwrap() {
+            let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+            panic!(
+                "the run ended ({status}) before it could be killed, after {} generate calls; \
+                 runs --json: {}\n--- its stdout\n{}--- its stderr\n{}",
+                generate_calls(&log),
+                stdout(&oloproof(&dir, &["runs", "--json"])),
+                read(&run_out),
+                read(&run_err),
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL

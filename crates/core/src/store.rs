@@ -640,10 +640,72 @@ pub trait ArtifactStore: Send {
     ) -> StoreResult<()>;
 }
 
-/// A whole store: runs, caches and artifacts.
-pub trait Store: RunStore + CacheStore + ArtifactStore {}
+/// The encoding of a collected OTLP/HTTP request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpEncoding {
+    /// `application/x-protobuf`: a binary `ExportTraceServiceRequest`.
+    Protobuf,
+    /// `application/json`: the same request in OTLP's JSON mapping.
+    Json,
+}
 
-impl<T: RunStore + CacheStore + ArtifactStore> Store for T {}
+impl OtlpEncoding {
+    /// The stored text (`protobuf`, `json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpEncoding::Protobuf => "protobuf",
+            OtlpEncoding::Json => "json",
+        }
+    }
+
+    /// The `Content-Type` this encoding is read as.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            OtlpEncoding::Protobuf => "application/x-protobuf",
+            OtlpEncoding::Json => "application/json",
+        }
+    }
+
+    /// Parses the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "protobuf" => Some(OtlpEncoding::Protobuf),
+            "json" => Some(OtlpEncoding::Json),
+            _ => None,
+        }
+    }
+}
+
+/// One OTLP/HTTP request body received by `oloproof collect`, kept as it was sent (after
+/// its `Content-Encoding` was undone), so that importing it later runs the same reader as a
+/// file and locates every problem in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectedRequest {
+    /// Its place in arrival order (1, 2, …), given by the store; 0 before it is stored.
+    pub seq: i64,
+    /// When it was received, Unix milliseconds.
+    pub received_ms: i64,
+    /// How the body is encoded.
+    pub encoding: OtlpEncoding,
+    /// The spans the collector read from it when it arrived.
+    pub spans: i64,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// OTLP requests received by `oloproof collect`, in arrival order.
+pub trait CollectStore: Send {
+    /// Appends requests (one transaction) and returns their sequence numbers.
+    fn append_collected(&mut self, requests: &[CollectedRequest]) -> StoreResult<Vec<i64>>;
+
+    /// Up to `limit` requests with a sequence number above `after`, in order.
+    fn collected_page(&self, after: i64, limit: usize) -> StoreResult<Vec<CollectedRequest>>;
+}
+
+/// A whole store: runs, caches, artifacts and collected traces.
+pub trait Store: RunStore + CacheStore + ArtifactStore + CollectStore {}
+
+impl<T: RunStore + CacheStore + ArtifactStore + CollectStore> Store for T {}
 
 /// A read snapshot of [`CacheStore::begin_read`]; ends when dropped.
 pub struct ReadSnapshot<'a> {

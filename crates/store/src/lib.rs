@@ -11,7 +11,9 @@
 //! - `verdicts`: one row per case and criterion;
 //! - `cache`: content-addressed entries per layer, keyed by sha256 of canonical JSON. Errors
 //!   are never written here;
-//! - `diagnoses`, `comparisons`, `calibrations`.
+//! - `diagnoses`, `comparisons`, `calibrations`;
+//! - `collected_requests`: the OTLP/HTTP bodies `oloproof collect` received, verbatim, in
+//!   arrival order.
 //!
 //! A case's trace, verdicts and cache entries are written in one transaction as soon as the case
 //! finishes, so a killed run loses at most the cases in flight and resumes from the rest.

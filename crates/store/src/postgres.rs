@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, redact_url, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord,
-    CaseRecord, CaseResult, CaseState, Claim, ClaimedCase, NewRun, RecordedAnalysis, RunExport,
-    RunId, RunStatus, RunStore, StoreError, StoreResult, VerdictRecord, WorkerId,
+    CaseRecord, CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, NewRun,
+    OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError, StoreResult,
+    VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use postgres::error::SqlState;
@@ -40,11 +41,13 @@ use postgres::{Client, Row};
 use crate::{decode_case, now_ms};
 
 /// The schema migrations, in order: `(version, SQL)`.
-pub const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("../migrations/postgres/0001_initial.sql"))];
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/postgres/0001_initial.sql")),
+    (2, include_str!("../migrations/postgres/0002_collected.sql")),
+];
 
 /// The schema version a database has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long to keep retrying an operation whose connection was lost, in seconds (default
 /// [`DEFAULT_RETRY_S`]).
@@ -919,6 +922,60 @@ impl CacheStore for PgStore {
                 ))
             })
             .collect()
+        })
+    }
+}
+
+impl CollectStore for PgStore {
+    fn append_collected(&mut self, requests: &[CollectedRequest]) -> StoreResult<Vec<i64>> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run_op(None, |c| {
+            let received: Vec<i64> = requests.iter().map(|r| r.received_ms).collect();
+            let encodings: Vec<&str> = requests.iter().map(|r| r.encoding.as_str()).collect();
+            let spans: Vec<i64> = requests.iter().map(|r| r.spans).collect();
+            let bodies: Vec<&[u8]> = requests.iter().map(|r| r.body.as_slice()).collect();
+            // One statement (an implicit transaction); `WITH ORDINALITY` keeps the given order.
+            let rows = c.query(
+                "INSERT INTO collected_requests(received_ms, encoding, spans, body)
+                 SELECT u.received_ms, u.encoding, u.spans, u.body
+                   FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bytea[])
+                        WITH ORDINALITY AS u(received_ms, encoding, spans, body, n)
+                  ORDER BY u.n
+                 RETURNING seq",
+                &[&received, &encodings, &spans, &bodies],
+            )?;
+            let mut seqs = rows
+                .iter()
+                .map(|r| r.try_get::<_, i64>(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            seqs.sort_unstable();
+            Ok(seqs)
+        })
+    }
+
+    fn collected_page(&self, after: i64, limit: usize) -> StoreResult<Vec<CollectedRequest>> {
+        self.run_op(None, |c| {
+            let rows = c.query(
+                "SELECT seq, received_ms, encoding, spans, body FROM collected_requests
+                  WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &(limit as i64)],
+            )?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let encoding: String = r.try_get(2)?;
+                let parsed = OtlpEncoding::parse(&encoding)
+                    .ok_or_else(|| corrupt_text("request encoding", &encoding))?;
+                out.push(CollectedRequest {
+                    seq: r.try_get(0)?,
+                    received_ms: r.try_get(1)?,
+                    encoding: parsed,
+                    spans: r.try_get(3)?,
+                    body: r.try_get(4)?,
+                });
+            }
+            Ok(out)
         })
     }
 }

@@ -13,8 +13,9 @@ use std::time::Duration;
 use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord, CaseRecord,
-    CaseResult, CaseState, Claim, ClaimedCase, NewRun, RecordedAnalysis, RunExport, RunId,
-    RunStatus, RunStore, StoreError, StoreResult, VerdictRecord, WorkerId,
+    CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, NewRun,
+    OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError, StoreResult,
+    VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -25,10 +26,11 @@ use crate::{decode_case, now_ms, DEFAULT_BUSY_TIMEOUT_S, ENV_BUSY_TIMEOUT};
 pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/sqlite/0001_initial.sql")),
     (2, include_str!("../migrations/sqlite/0002_leases.sql")),
+    (3, include_str!("../migrations/sqlite/0003_collected.sql")),
 ];
 
 /// The schema version a store has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The wait for locks: [`ENV_BUSY_TIMEOUT`] when set, else [`DEFAULT_BUSY_TIMEOUT_S`].
 fn busy_timeout() -> StoreResult<Duration> {
@@ -697,6 +699,59 @@ impl CacheStore for SqliteStore {
                     r.get(1)?,
                     r.get(2)?,
                 ))
+            })
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())
+    }
+}
+
+impl CollectStore for SqliteStore {
+    fn append_collected(&mut self, requests: &[CollectedRequest]) -> StoreResult<Vec<i64>> {
+        let path = self.path.clone();
+        let e = |source| backend(&path, source);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
+        let mut seqs = Vec::with_capacity(requests.len());
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO collected_requests(received_ms, encoding, spans, body)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(e)?;
+            for r in requests {
+                insert
+                    .execute(params![r.received_ms, r.encoding.as_str(), r.spans, r.body])
+                    .map_err(e)?;
+                seqs.push(tx.last_insert_rowid());
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(seqs)
+    }
+
+    fn collected_page(&self, after: i64, limit: usize) -> StoreResult<Vec<CollectedRequest>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, received_ms, encoding, spans, body FROM collected_requests
+                 WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![after, limit as i64], |r| {
+                let encoding: String = r.get(2)?;
+                Ok(CollectedRequest {
+                    seq: r.get(0)?,
+                    received_ms: r.get(1)?,
+                    encoding: OtlpEncoding::parse(&encoding)
+                        .ok_or_else(|| bad_text(2, "request encoding", &encoding))?,
+                    spans: r.get(3)?,
+                    body: r.get(4)?,
+                })
             })
             .map_err(self.err())?;
         rows.collect::<rusqlite::Result<Vec<_>>>()

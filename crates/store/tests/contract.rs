@@ -11,8 +11,8 @@ use oloproof_core::run::{Evaluators, LoadedRun, StoredEvaluatorError};
 use oloproof_core::settings::RunSettings;
 use oloproof_core::source::{SourceError, YamlDocument};
 use oloproof_core::store::{
-    CacheLayer, CaseResult, CaseState, Claim, NewRun, RunId, RunStatus, Store, StoreError,
-    StoreLocation, WorkerId,
+    CacheLayer, CaseResult, CaseState, Claim, CollectedRequest, NewRun, OtlpEncoding, RunId,
+    RunStatus, Store, StoreError, StoreLocation, WorkerId,
 };
 use oloproof_core::summary::{CacheCounts, HitMiss, RunSummary, SummaryKind};
 use oloproof_core::trace::Trace;
@@ -168,6 +168,7 @@ contract!(
     artifacts_are_recorded_and_listed,
     a_run_is_exported_and_imported_whole,
     unknown_runs_are_typed_errors,
+    collected_requests_keep_their_order_and_bytes,
 );
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -501,6 +502,45 @@ fn the_cache_keeps_the_first_value_and_pages(b: &Backend) {
     let rest = s.cache_page(last, 3).unwrap();
     assert_eq!(rest.len(), 2);
     assert_eq!(rest[1].1, "k4");
+}
+
+fn collected_requests_keep_their_order_and_bytes(b: &Backend) {
+    let mut s = b.store();
+    assert!(s.collected_page(0, 10).unwrap().is_empty());
+    let request = |i: u8, encoding| CollectedRequest {
+        seq: 0,
+        received_ms: 1_700_000_000_000 + i64::from(i),
+        encoding,
+        spans: i64::from(i),
+        // Every byte value, so that a backend storing text would corrupt it.
+        body: (0..=255u8).map(|b| b.wrapping_add(i)).collect(),
+    };
+    let first = s
+        .append_collected(&[
+            request(1, OtlpEncoding::Protobuf),
+            request(2, OtlpEncoding::Json),
+        ])
+        .unwrap();
+    let second = s
+        .append_collected(&[request(3, OtlpEncoding::Protobuf)])
+        .unwrap();
+    assert_eq!(first.len(), 2);
+    assert!(
+        first[0] < first[1] && first[1] < second[0],
+        "{first:?} {second:?}"
+    );
+    assert!(s.append_collected(&[]).unwrap().is_empty());
+    let page = s.collected_page(0, 2).unwrap();
+    assert_eq!(page.len(), 2);
+    assert_eq!(page[0].seq, first[0]);
+    assert_eq!(page[0].body, request(1, OtlpEncoding::Protobuf).body);
+    assert_eq!(page[1].encoding, OtlpEncoding::Json);
+    assert_eq!(page[1].received_ms, 1_700_000_000_002);
+    assert_eq!(page[1].spans, 2);
+    let rest = s.collected_page(page[1].seq, 10).unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].seq, second[0]);
+    assert!(s.collected_page(second[0], 10).unwrap().is_empty());
 }
 
 fn artifacts_are_recorded_and_listed(b: &Backend) {

@@ -1,0 +1,71 @@
+//! Reading collected requests back: each stored body through the same OTLP reader as a file,
+//! its spans and problems located in `POST /v1/traces #SEQ` (the request's place in arrival
+//! order, with byte offsets for protobuf).
+
+use oloproof_core::store::{CollectedRequest, Store, StoreResult};
+use oloproof_traces::problems::Problem;
+use oloproof_traces::span::{Decoded, Location};
+
+/// Requests read per store query.
+pub const PAGE: usize = 64;
+
+/// Where a collected request's spans are said to come from.
+pub fn request_location(seq: i64) -> String {
+    format!("POST /v1/traces #{seq}")
+}
+
+/// Decodes one stored request. A body that no longer decodes as a whole (stored by another
+/// version, damaged) is one dropped input record with its reason, never an error that stops
+/// the import.
+pub fn decode_collected(request: &CollectedRequest) -> Decoded {
+    let file = request_location(request.seq);
+    match oloproof_traces::decode_request(&request.body, request.encoding.content_type()) {
+        Ok(mut decoded) => {
+            for span in &mut decoded.spans {
+                span.at.file.clone_from(&file);
+            }
+            for problem in &mut decoded.summary.first {
+                problem.at.file.clone_from(&file);
+            }
+            decoded
+        }
+        Err(e) => {
+            let mut decoded = Decoded::default();
+            decoded.summary.drop_record(Problem {
+                kind: "malformed_request".into(),
+                at: Location {
+                    file,
+                    line: None,
+                    byte_offset: None,
+                },
+                message: e.to_string(),
+            });
+            decoded
+        }
+    }
+}
+
+/// Calls `each` with every collected request after `after`, in arrival order, decoded, one
+/// page of [`PAGE`] requests in memory at a time. Returns the last sequence number read
+/// (`after` when there was none), from which a later call goes on.
+pub fn for_each_collected<E>(
+    store: &dyn Store,
+    after: i64,
+    mut each: impl FnMut(&CollectedRequest, Decoded) -> Result<(), E>,
+) -> Result<i64, E>
+where
+    E: From<oloproof_core::store::StoreError>,
+{
+    let mut last = after;
+    loop {
+        let page: StoreResult<Vec<CollectedRequest>> = store.collected_page(last, PAGE);
+        let page = page?;
+        let Some(end) = page.last().map(|r| r.seq) else {
+            return Ok(last);
+        };
+        for request in &page {
+            each(request, decode_collected(request))?;
+        }
+        last = end;
+    }
+}
