@@ -160,6 +160,14 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
                     Family::Otlp(InputFormat::OtlpProto)
                 }
             }
+            ImportFormat::Auto
+                if head
+                    .windows(15)
+                    .any(|w| w == b"\"resourceSpans\"" || w == b"\"resource_spans") =>
+            {
+                // OTLP from its first bytes: no need to parse a whole document to know.
+                Family::Otlp(InputFormat::OtlpJson)
+            }
             ImportFormat::Auto => {
                 let first = if is_json_lines(path).map_err(unreadable(path))? {
                     first_line_value(path).map_err(unreadable(path))?
