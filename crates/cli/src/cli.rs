@@ -50,7 +50,7 @@ pub(crate) enum Command {
     /// Write a run's finished cases as a Ragas dataset (JSONL), e.g. for `run --dataset`.
     Export(crate::export_cmd::ExportArgs),
     /// Turn production traces (OTLP JSON Lines or protobuf; OpenInference and OpenTelemetry
-    /// GenAI attributes) into trace records for `run --dataset`, naming what the spans did not
+    /// GenAI attributes; Phoenix and Langfuse exports) into trace records for `run --dataset`, naming what the spans did not
     /// record.
     #[command(after_help = IMPORT_HELP)]
     Import(crate::import_cmd::ImportArgs),
@@ -84,7 +84,9 @@ pub(crate) enum Command {
 
 /// `import --help`'s epilogue: what is read and the exit codes.
 const IMPORT_HELP: &str = "Reads OTLP JSON Lines of TracesData (the Collector's file exporter; camelCase or snake_case keys,
-hex or base64 ids), one OTLP JSON document, or binary ExportTraceServiceRequest protobuf. Spans are
+hex or base64 ids), one OTLP JSON document, binary ExportTraceServiceRequest protobuf, Phoenix
+exports (span pages, the spans dataframe, otlpv1 pages; annotations as feedback) and Langfuse
+exports (observations, traces, scores as feedback; JSON, JSON Lines or CSV). Spans are
 grouped by trace id into one record each: question, rewrites, every retrieval, rerank in and out,
 answer, per-stage latency, tokens, TTFT, feedback (gen_ai.evaluation.result events), error and
 segments (metadata, session.id, user.id, tag.tags), from OpenInference and OpenTelemetry GenAI
@@ -93,6 +95,7 @@ read it exclude the case (not_recorded).
 
 Example:
   oloproof import traces.jsonl -o traffic.jsonl --corpus corpus.jsonl
+  oloproof import observations.jsonl traces.json scores.csv -o traffic.jsonl   # Langfuse
   oloproof run --dataset traffic.jsonl
 
 Exit codes:

@@ -1,6 +1,11 @@
 //! `oloproof import FILE… -o traffic.jsonl`: production traces (OTLP JSON Lines, one OTLP
-//! JSON document, or binary OTLP protobuf) turned into trace records that `oloproof run
+//! JSON document, binary OTLP protobuf, Phoenix span and annotation exports, Langfuse
+//! observation, trace and score exports) turned into trace records that `oloproof run
 //! --dataset traffic.jsonl` judges (`oloproof_traces`: decoding, the conventions, assembly).
+//!
+//! Phoenix and Langfuse exports are gathered whole (feedback files beside the spans, in any
+//! order: an annotation names only its span) and assembled after the OTLP files, each source
+//! through its own assembler (`production.source` says which).
 //!
 //! Streaming: a JSON Lines file is read line by line and each trace is written once it is
 //! complete (its spans may be spread over many lines), so memory follows the traces in flight,
@@ -19,6 +24,8 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use oloproof_traces::langfuse::LangfuseReader;
+use oloproof_traces::phoenix::PhoenixReader;
 use oloproof_traces::span::{Decoded, Location};
 use oloproof_traces::{AssembleOptions, Assembler, InputFormat};
 use serde_json::Value;
@@ -30,17 +37,36 @@ use crate::exit_codes;
 /// How the input files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ImportFormat {
-    /// From each file's first bytes: `{` or `[` is OTLP JSON, anything else protobuf.
+    /// Per file, from its first record: JSON (`{` or `[`) whose first record is a Phoenix span
+    /// or annotation (`context.span_id`, `annotator_kind`, OTLP span objects under `data`) is
+    /// phoenix; a Langfuse observation, score or trace (`traceId` with `type` or `startTime`,
+    /// `dataType`, `id` + `timestamp` + `userId`/`observations`…) is langfuse; other JSON is
+    /// otlp-json; a text line of CSV columns naming `traceId`/`trace_id` with `startTime`/
+    /// `start_time`/`dataType` is a Langfuse CSV; anything else otlp-proto.
     Auto,
     /// OTLP JSON: JSON Lines of `TracesData` (the Collector's file exporter) or one document.
     OtlpJson,
     /// Binary OTLP protobuf `ExportTraceServiceRequest` (what OTLP/HTTP exporters post).
     OtlpProto,
+    /// Arize Phoenix: spans (`GET /v1/projects/{p}/spans` pages, the spans dataframe as JSON,
+    /// `spans/otlpv1`) and span/trace annotations, JSON or JSON Lines.
+    Phoenix,
+    /// Langfuse: observations, traces and scores (public API pages, UI and blob-storage
+    /// exports), JSON, JSON Lines or CSV.
+    Langfuse,
+}
+
+/// Which reader a file goes to.
+enum Family {
+    Otlp(InputFormat),
+    Phoenix,
+    Langfuse,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
-    /// Trace files: OTLP JSON Lines / JSON, or OTLP protobuf.
+    /// Trace files: OTLP JSON Lines / JSON or protobuf; Phoenix or Langfuse exports (their
+    /// feedback — annotations, scores — as further files).
     #[arg(required_unless_present = "collected", value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
     /// Also read the OTLP requests `oloproof collect` recorded in the run store (of the
@@ -79,7 +105,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     for f in &args.files {
         if !f.is_file() {
             return Err(CliError::Usage(format!(
-                "no such trace file: {} (give OTLP JSON Lines, an OTLP JSON document or an OTLP protobuf file)",
+                "no such trace file: {} (give OTLP JSON Lines, an OTLP JSON document, an OTLP protobuf file, or a Phoenix or Langfuse export)",
                 f.display()
             )));
         }
@@ -119,44 +145,106 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
             Ok(())
         };
     let mut formats: Vec<&'static str> = Vec::new();
+    let mut phoenix: Option<PhoenixReader> = None;
+    let mut langfuse: Option<LangfuseReader> = None;
     for path in &args.files {
         let name = path.display().to_string();
-        let format = match args.format {
-            ImportFormat::OtlpJson => InputFormat::OtlpJson,
-            ImportFormat::OtlpProto => InputFormat::OtlpProto,
+        let mut head = [0u8; 4096];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(unreadable(path))?;
+        let head = &head[..n];
+        let is_json = InputFormat::sniff(head) == InputFormat::OtlpJson;
+        // A whole JSON document parsed to detect its format is handed on, not parsed again.
+        let mut parsed: Option<Value> = None;
+        let family = match args.format {
+            ImportFormat::OtlpJson => Family::Otlp(InputFormat::OtlpJson),
+            ImportFormat::OtlpProto => Family::Otlp(InputFormat::OtlpProto),
+            ImportFormat::Phoenix => Family::Phoenix,
+            ImportFormat::Langfuse => Family::Langfuse,
+            ImportFormat::Auto if !is_json => {
+                let first_line = String::from_utf8_lossy(head);
+                let first_line = first_line.lines().next().unwrap_or("");
+                if oloproof_traces::langfuse::csv_header_looks_like(first_line) {
+                    Family::Langfuse
+                } else {
+                    Family::Otlp(InputFormat::OtlpProto)
+                }
+            }
+            ImportFormat::Auto
+                if head
+                    .windows(15)
+                    .any(|w| w == b"\"resourceSpans\"" || w == b"\"resource_spans") =>
+            {
+                // OTLP from its first bytes: no need to parse a whole document to know.
+                Family::Otlp(InputFormat::OtlpJson)
+            }
             ImportFormat::Auto => {
-                let mut head = [0u8; 64];
-                let n = std::fs::File::open(path)
-                    .and_then(|mut f| f.read(&mut head))
-                    .map_err(unreadable(path))?;
-                InputFormat::sniff(&head[..n])
-            }
-        };
-        formats.push(format.name());
-        match format {
-            InputFormat::OtlpProto => {
-                let bytes = std::fs::read(path).map_err(unreadable(path))?;
-                let records = assembler.push(oloproof_traces::decode_protobuf(&bytes, &name));
-                write(records, &mut out)?;
-            }
-            InputFormat::OtlpJson => {
-                if is_json_lines(path).map_err(unreadable(path))? {
-                    let file = std::fs::File::open(path).map_err(unreadable(path))?;
-                    for (i, line) in BufReader::new(file).lines().enumerate() {
-                        let line = line.map_err(unreadable(path))?;
-                        let at = Location {
-                            file: name.clone(),
-                            line: Some(i + 1),
-                            byte_offset: None,
-                        };
-                        let mut decoded = Decoded::default();
-                        oloproof_traces::decode_json_line(&line, &at, &mut decoded);
-                        write(assembler.push(decoded), &mut out)?;
-                    }
+                let first = if is_json_lines(path).map_err(unreadable(path))? {
+                    first_line_value(path).map_err(unreadable(path))?
                 } else {
                     let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
-                    let decoded = oloproof_traces::decode_json_document(&text, &name);
-                    write(assembler.push(decoded), &mut out)?;
+                    parsed = serde_json::from_str(text.trim_start_matches('\u{feff}')).ok();
+                    parsed.clone()
+                };
+                match first {
+                    Some(v) if oloproof_traces::phoenix::looks_like(&v) => Family::Phoenix,
+                    Some(v) if oloproof_traces::langfuse::looks_like(&v) => Family::Langfuse,
+                    _ => Family::Otlp(InputFormat::OtlpJson),
+                }
+            }
+        };
+        match family {
+            Family::Otlp(format) => {
+                formats.push(format.name());
+                match format {
+                    InputFormat::OtlpProto => {
+                        let bytes = std::fs::read(path).map_err(unreadable(path))?;
+                        let records =
+                            assembler.push(oloproof_traces::decode_protobuf(&bytes, &name));
+                        write(records, &mut out)?;
+                    }
+                    InputFormat::OtlpJson => {
+                        if is_json_lines(path).map_err(unreadable(path))? {
+                            let file = std::fs::File::open(path).map_err(unreadable(path))?;
+                            for (i, line) in BufReader::new(file).lines().enumerate() {
+                                let line = line.map_err(unreadable(path))?;
+                                let at = Location {
+                                    file: name.clone(),
+                                    line: Some(i + 1),
+                                    byte_offset: None,
+                                };
+                                let mut decoded = Decoded::default();
+                                oloproof_traces::decode_json_line(&line, &at, &mut decoded);
+                                write(assembler.push(decoded), &mut out)?;
+                            }
+                        } else {
+                            let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
+                            let decoded = oloproof_traces::decode_json_document(&text, &name);
+                            write(assembler.push(decoded), &mut out)?;
+                        }
+                    }
+                }
+            }
+            Family::Phoenix => {
+                formats.push("phoenix");
+                let reader = phoenix.get_or_insert_with(PhoenixReader::new);
+                read_json_export(path, &name, parsed, |e| match e {
+                    Export::Document(v) => reader.read_document(&v, &name),
+                    Export::Line(line, at) => reader.read_line(line, &at),
+                })?;
+            }
+            Family::Langfuse => {
+                formats.push("langfuse");
+                let reader = langfuse.get_or_insert_with(LangfuseReader::new);
+                if is_json {
+                    read_json_export(path, &name, parsed, |e| match e {
+                        Export::Document(v) => reader.read_document(&v, &name),
+                        Export::Line(line, at) => reader.read_line(line, &at),
+                    })?;
+                } else {
+                    let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
+                    reader.read_csv(&text, &name);
                 }
             }
         }
@@ -170,8 +258,24 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
         })?;
         formats.push("collected OTLP requests");
     }
-    let (records, summary) = assembler.finish();
+    let (records, mut summary) = assembler.finish();
     write(records, &mut out)?;
+    let gathered = [
+        phoenix.map(|r| ("phoenix", r.finish())),
+        langfuse.map(|r| ("langfuse", r.finish())),
+    ];
+    for (source, decoded) in gathered.into_iter().flatten() {
+        let options = AssembleOptions {
+            source: source.into(),
+            ..AssembleOptions::default()
+        };
+        let mut assembler = Assembler::new(options, corpus.as_ref());
+        let records = assembler.push(decoded);
+        write(records, &mut out)?;
+        let (records, s) = assembler.finish();
+        write(records, &mut out)?;
+        summary.merge(s);
+    }
     out.flush()?;
 
     let mut stdout = std::io::stdout().lock();
@@ -261,6 +365,69 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
         return Ok(exit_codes::INCOMPLETE);
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// What a JSON export hands its reader: a whole document, or one line at its location.
+enum Export<'a> {
+    Document(Value),
+    Line(&'a str, Location),
+}
+
+/// Reads a Phoenix or Langfuse JSON export: JSON Lines line by line, else one document
+/// (`parsed` when auto-detection already parsed it); a document that does not parse whole is
+/// read as lines, each reported where it breaks.
+fn read_json_export(
+    path: &Path,
+    name: &str,
+    parsed: Option<Value>,
+    mut read: impl FnMut(Export<'_>),
+) -> Result<(), CliError> {
+    if let Some(v) = parsed {
+        read(Export::Document(v));
+        return Ok(());
+    }
+    let lines = |text: &str, read: &mut dyn FnMut(Export<'_>)| {
+        for (i, line) in text.lines().enumerate() {
+            let at = Location {
+                file: name.to_string(),
+                line: Some(i + 1),
+                byte_offset: None,
+            };
+            read(Export::Line(line, at));
+        }
+    };
+    if is_json_lines(path).map_err(unreadable(path))? {
+        let file = std::fs::File::open(path).map_err(unreadable(path))?;
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(unreadable(path))?;
+            let at = Location {
+                file: name.to_string(),
+                line: Some(i + 1),
+                byte_offset: None,
+            };
+            read(Export::Line(&line, at));
+        }
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
+    match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+        Ok(v) => read(Export::Document(v)),
+        Err(_) => lines(&text, &mut read),
+    }
+    Ok(())
+}
+
+/// The first non-blank line of a JSON Lines file, parsed.
+fn first_line_value(path: &Path) -> std::io::Result<Option<Value>> {
+    let reader = BufReader::new(std::fs::File::open(path)?);
+    for line in reader.lines() {
+        let line = line?;
+        let t = line.trim().trim_start_matches('\u{feff}');
+        if !t.is_empty() {
+            return Ok(serde_json::from_str(t).ok());
+        }
+    }
+    Ok(None)
 }
 
 /// A read error as a usage error naming the file (not UTF-8, unreadable).

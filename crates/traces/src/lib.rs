@@ -40,9 +40,12 @@
 pub mod assemble;
 pub mod conventions;
 pub mod error;
+pub mod langfuse;
 pub mod otlp;
+pub mod phoenix;
 pub mod problems;
 pub mod span;
+pub mod timestamp;
 
 pub use assemble::{AssembleOptions, Assembler};
 pub use error::RequestError;
