@@ -4,8 +4,10 @@
 //!
 //! Streaming: a JSON Lines file is read line by line and each trace is written once it is
 //! complete (its spans may be spread over many lines), so memory follows the traces in flight,
-//! not the file. A protobuf file is one request (requests appended to a file merge into one)
-//! and is read whole. Every file's spans go through one assembler, so a trace split across
+//! not the file. Batches of lines (up to 1 MiB) are read and decoded on one thread, on every
+//! core, while this one assembles the previous batch (its records built on every core too) and
+//! writes: the records and the summary are those of a line-by-line read. A protobuf file is
+//! one request (requests appended to a file merge into one) and is read whole. Every file's spans go through one assembler, so a trace split across
 //! files is one record.
 //!
 //! The summary (stdout) adds up: spans read = used + dropped, by problem kind; the first

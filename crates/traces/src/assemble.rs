@@ -36,9 +36,11 @@
 //! the records it can already write: a trace is written once its root span is in, every
 //! parent it names is in, and [`AssembleOptions::grace_spans`] more spans have been read
 //! (children end, and are exported, before their parents, so this is rarely needed; it covers
-//! batches flushed out of order). Memory holds the traces in that window, not the file. A span
-//! arriving for a trace already written is dropped as `late_span`. [`Assembler::finish`]
-//! writes what is left.
+//! batches flushed out of order). Memory holds the traces in that window, not the file, and
+//! 16 bytes per OTLP trace written (its id, to know a late span). A span arriving for a trace
+//! already written is dropped as `late_span`. [`Assembler::finish`] writes what is left.
+//! [`Assembler::push_batch`] takes many reader outputs at once and builds their records on
+//! every core, with the same records, order and accounting as `push` one at a time.
 //!
 //! Problems (each counted; `missing_parent`, `extra_root` and `end_before_start` keep the
 //! span; `duplicate_span_id` and `late_span` drop it): a span whose parent is not in the
@@ -303,11 +305,19 @@ impl WrittenIds {
     /// The 128-bit value of a 32-digit lower-case hex id (upper case is another id: kept as
     /// text, so two spellings never meet).
     fn as_u128(id: &str) -> Option<u128> {
-        let lower_hex =
-            id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        lower_hex
-            .then(|| u128::from_str_radix(id, 16).ok())
-            .flatten()
+        if id.len() != 32 {
+            return None;
+        }
+        let mut n: u128 = 0;
+        for b in id.bytes() {
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                _ => return None,
+            };
+            n = (n << 4) | u128::from(digit);
+        }
+        Some(n)
     }
 
     fn insert(&mut self, id: &str) {

@@ -35,10 +35,7 @@ pub(super) fn decode_line(line: &str, at: &Location) -> Option<Vec<Span>> {
     de.end().ok()?;
     let mut out = Vec::new();
     for rs in data.resource_spans {
-        let resource = match rs.resource_attributes {
-            Some(attrs) => attributes(attrs),
-            None => BTreeMap::new(),
-        };
+        let resource = rs.resource_attributes.map(|a| a.0).unwrap_or_default();
         for scope in [rs.scope_spans, rs.scope_spans_snake, rs.library_spans]
             .into_iter()
             .flatten()
@@ -72,10 +69,7 @@ fn span(raw: RawSpan<'_>, resource: &BTreeMap<String, Value>, at: &Location) -> 
     };
     let start_unix_nano = time(raw.start)?;
     let end_unix_nano = time(raw.end)?;
-    let attrs = match raw.attributes {
-        Some(a) => attributes(a),
-        None => BTreeMap::new(),
-    };
+    let attrs = raw.attributes.map(|a| a.0).unwrap_or_default();
     let mut events = Vec::with_capacity(raw.events.as_ref().map_or(0, Vec::len));
     for e in raw.events.into_iter().flatten() {
         events.push(SpanEvent {
@@ -84,10 +78,7 @@ fn span(raw: RawSpan<'_>, resource: &BTreeMap<String, Value>, at: &Location) -> 
                 Some(IntLike::Int(i)) => u64::try_from(i).ok(),
                 _ => None,
             },
-            attributes: match e.attributes {
-                Some(a) => attributes(a),
-                None => BTreeMap::new(),
-            },
+            attributes: e.attributes.map(|a| a.0).unwrap_or_default(),
         });
     }
     let status = raw.status.map(|s| SpanStatus {
@@ -110,13 +101,28 @@ fn span(raw: RawSpan<'_>, resource: &BTreeMap<String, Value>, at: &Location) -> 
     })
 }
 
-/// The attributes, later keys replacing earlier ones (as the `Value` reader inserts them).
-fn attributes(items: Vec<KeyValue<'_>>) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
-    for kv in items {
-        out.insert(kv.key.0.into_owned(), kv.value);
+/// A list of `KeyValue`s read straight into the attribute map, later keys replacing earlier
+/// ones (as the `Value` reader inserts them).
+struct Attributes(BTreeMap<String, Value>);
+
+impl<'de> Deserialize<'de> for Attributes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Attributes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of KeyValue")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Attributes, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(kv) = seq.next_element::<KeyValue>()? {
+                    out.insert(kv.key.0.into_owned(), kv.value);
+                }
+                Ok(Attributes(out))
+            }
+        }
+        d.deserialize_seq(V)
     }
-    out
 }
 
 /// Any error: read the line with the `Value` reader.
@@ -325,7 +331,7 @@ impl<'de> Deserialize<'de> for TracesData<'de> {
 /// `ResourceSpans`: the resource's attributes and the three spellings of the scope lists (all
 /// read, in the `Value` reader's order).
 struct ResourceSpans<'de> {
-    resource_attributes: Option<Vec<KeyValue<'de>>>,
+    resource_attributes: Option<Attributes>,
     scope_spans: Option<Vec<ScopeSpans<'de>>>,
     scope_spans_snake: Option<Vec<ScopeSpans<'de>>>,
     library_spans: Option<Vec<ScopeSpans<'de>>>,
@@ -370,15 +376,15 @@ impl<'de> Deserialize<'de> for ResourceSpans<'de> {
 }
 
 /// `Resource`: its attributes (a list; `null` is a problem, left to the `Value` reader).
-struct Resource<'de> {
-    attributes: Option<Vec<KeyValue<'de>>>,
+struct Resource {
+    attributes: Option<Attributes>,
 }
 
-impl<'de> Deserialize<'de> for Resource<'de> {
+impl<'de> Deserialize<'de> for Resource {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Resource<'de>;
+            type Value = Resource;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("Resource")
             }
@@ -440,7 +446,7 @@ struct RawSpan<'de> {
     start: Option<IntLike>,
     end: Option<IntLike>,
     kind: Option<Option<i64>>,
-    attributes: Option<Vec<KeyValue<'de>>>,
+    attributes: Option<Attributes>,
     events: Option<Vec<RawEvent<'de>>>,
     status: Option<RawStatus<'de>>,
 }
@@ -463,7 +469,7 @@ impl<'de> Deserialize<'de> for RawSpan<'de> {
                 let mut start: Option<Option<IntLike>> = None;
                 let mut end: Option<Option<IntLike>> = None;
                 let mut kind: Option<Option<EnumLike<false>>> = None;
-                let mut attributes: Option<Vec<KeyValue>> = None;
+                let mut attributes: Option<Attributes> = None;
                 let mut events: Option<Option<Vec<RawEvent>>> = None;
                 let mut status: Option<Option<RawStatus>> = None;
                 while let Some(k) = map.next_key::<Str>()? {
@@ -509,7 +515,7 @@ impl<'de> Deserialize<'de> for RawSpan<'de> {
 struct RawEvent<'de> {
     name: Option<Str<'de>>,
     time: Option<IntLike>,
-    attributes: Option<Vec<KeyValue<'de>>>,
+    attributes: Option<Attributes>,
 }
 
 impl<'de> Deserialize<'de> for RawEvent<'de> {
@@ -523,7 +529,7 @@ impl<'de> Deserialize<'de> for RawEvent<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut name: Option<Option<Str>> = None;
                 let mut time: Option<Option<IntLike>> = None;
-                let mut attributes: Option<Vec<KeyValue>> = None;
+                let mut attributes: Option<Attributes> = None;
                 while let Some(k) = map.next_key::<Str>()? {
                     match &*k.0 {
                         "name" => once(&mut name, map.next_value()?)?,
