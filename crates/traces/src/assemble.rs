@@ -1247,6 +1247,83 @@ mod tests {
     }
 
     #[test]
+    fn push_batch_gives_what_push_gives() {
+        // 40 traces spread over lines of 7 spans, some with a duplicate span, an orphan, a
+        // wrong attribute, an uppercase (non-OTLP) id, and spans arriving after their trace
+        // was written; a short grace window so that traces are written while lines come in.
+        let mut spans: Vec<Span> = Vec::new();
+        for t in 0..40u32 {
+            let id = if t % 9 == 4 {
+                format!("TRACE-{t:04}")
+            } else {
+                format!("{:032x}", 0x0af7_6519_16cd_43dd_u128 << 64 | u128::from(t))
+            };
+            let mut trace = rag_spans();
+            if t % 5 == 1 {
+                trace.push(trace[2].clone());
+            }
+            if t % 7 == 2 {
+                trace[3].parent_span_id = Some("00000000000000ff".into());
+                trace[3]
+                    .attributes
+                    .insert("llm.token_count.prompt".into(), json!("many"));
+            }
+            for (k, s) in trace.iter_mut().enumerate() {
+                s.trace_id = id.clone();
+                s.at.line = Some(t as usize * 10 + k + 1);
+            }
+            // The root last, as exporters write it.
+            trace.rotate_left(1);
+            spans.extend(trace);
+            if t % 6 == 5 {
+                // A late span of the first trace.
+                let mut late = rag_spans().remove(1);
+                late.trace_id = format!("{:032x}", 0x0af7_6519_16cd_43dd_u128 << 64);
+                late.span_id = format!("{:016x}", 0x100 + t);
+                spans.push(late);
+            }
+        }
+        let lines: Vec<Decoded> = spans
+            .chunks(7)
+            .map(|c| Decoded {
+                summary: ImportSummary {
+                    spans_read: c.len() as u64,
+                    ..Default::default()
+                },
+                spans: c.to_vec(),
+                feedback: Vec::new(),
+            })
+            .collect();
+        let options = AssembleOptions {
+            grace_spans: 12,
+            ..Default::default()
+        };
+        let mut one = Assembler::new(options.clone(), None);
+        let mut one_records = Vec::new();
+        for d in lines.clone() {
+            one_records.extend(one.push(d));
+        }
+        let (rest, one_summary) = one.finish();
+        one_records.extend(rest);
+        for batch in [1, 3, 8, 1000] {
+            let mut many = Assembler::new(options.clone(), None);
+            let mut records = Vec::new();
+            for chunk in lines.chunks(batch) {
+                records.extend(many.push_batch(chunk.to_vec()));
+            }
+            let (rest, summary) = many.finish();
+            records.extend(rest);
+            assert_eq!(records, one_records, "batches of {batch}");
+            assert_eq!(summary, one_summary, "batches of {batch}");
+        }
+        assert_eq!(one_records.len(), 40);
+        assert!(one_summary.adds_up());
+        assert!(one_summary.spans_dropped["late_span"] > 0, "{one_summary:?}");
+        assert!(one_summary.spans_dropped["duplicate_span_id"] > 0);
+        assert!(one_summary.first.len() == ImportSummary::FIRST);
+    }
+
+    #[test]
     fn timestamps() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000000000Z");
         assert_eq!(
