@@ -7,8 +7,8 @@
 //! not the file. Batches of lines (up to 1 MiB) are read and decoded on one thread, on every
 //! core, while this one assembles the previous batch (its records built on every core too) and
 //! writes: the records and the summary are those of a line-by-line read. A protobuf file is
-//! one request (requests appended to a file merge into one) and is read whole. Every file's spans go through one assembler, so a trace split across
-//! files is one record.
+//! one request (requests appended to a file merge into one) and is read whole. Every file's
+//! spans go through one assembler, so a trace split across files is one record.
 //!
 //! The summary (stdout) adds up: spans read = used + dropped, by problem kind; the first
 //! problems are located (`file:line`, or `file (byte N)` for protobuf). Exit 4 when the share
