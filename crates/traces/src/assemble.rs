@@ -1318,7 +1318,10 @@ mod tests {
         }
         assert_eq!(one_records.len(), 40);
         assert!(one_summary.adds_up());
-        assert!(one_summary.spans_dropped["late_span"] > 0, "{one_summary:?}");
+        assert!(
+            one_summary.spans_dropped["late_span"] > 0,
+            "{one_summary:?}"
+        );
         assert!(one_summary.spans_dropped["duplicate_span_id"] > 0);
         assert!(one_summary.first.len() == ImportSummary::FIRST);
     }
