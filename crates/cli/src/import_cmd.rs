@@ -9,9 +9,11 @@
 //!
 //! Streaming: a JSON Lines file is read line by line and each trace is written once it is
 //! complete (its spans may be spread over many lines), so memory follows the traces in flight,
-//! not the file. A protobuf file is one request (requests appended to a file merge into one)
-//! and is read whole. Every file's spans go through one assembler, so a trace split across
-//! files is one record.
+//! not the file. Batches of lines (up to 1 MiB) are read and decoded on one thread, on every
+//! core, while this one assembles the previous batch (its records built on every core too) and
+//! writes: the records and the summary are those of a line-by-line read. A protobuf file is
+//! one request (requests appended to a file merge into one) and is read whole. Every file's
+//! spans go through one assembler, so a trace split across files is one record.
 //!
 //! The summary (stdout) adds up: spans read = used + dropped, by problem kind; the first
 //! problems are located (`file:line`, or `file (byte N)` for protobuf). Exit 4 when the share
@@ -207,17 +209,22 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
                     InputFormat::OtlpJson => {
                         if is_json_lines(path).map_err(unreadable(path))? {
                             let file = std::fs::File::open(path).map_err(unreadable(path))?;
-                            for (i, line) in BufReader::new(file).lines().enumerate() {
-                                let line = line.map_err(unreadable(path))?;
-                                let at = Location {
-                                    file: name.clone(),
-                                    line: Some(i + 1),
-                                    byte_offset: None,
-                                };
-                                let mut decoded = Decoded::default();
-                                oloproof_traces::decode_json_line(&line, &at, &mut decoded);
-                                write(assembler.push(decoded), &mut out)?;
-                            }
+                            // One thread reads and decodes batches of lines (on every core);
+                            // this one assembles them in line order (the records built on
+                            // every core) and writes.
+                            std::thread::scope(|scope| -> Result<(), CliError> {
+                                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                                let name = &name;
+                                scope.spawn(move || decode_batches(file, name, tx));
+                                for batch in rx {
+                                    let (decoded, error) = batch;
+                                    write(assembler.push_batch(decoded), &mut out)?;
+                                    if let Some(e) = error {
+                                        return Err(unreadable(path)(e));
+                                    }
+                                }
+                                Ok(())
+                            })?;
                         } else {
                             let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
                             let decoded = oloproof_traces::decode_json_document(&text, &name);
@@ -428,6 +435,49 @@ fn first_line_value(path: &Path) -> std::io::Result<Option<Value>> {
         }
     }
     Ok(None)
+}
+
+/// Lines read at once (or fewer, up to [`BATCH_BYTES`]), decoded on every core.
+const BATCH_LINES: usize = 4096;
+/// Bytes of lines read at once: what bounds the memory of the lines in flight.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// One batch's lines decoded, in order, and the read error that ended the file there, if any.
+type Batch = (Vec<Decoded>, Option<std::io::Error>);
+
+/// Reads `file` as JSON Lines in batches, decodes each batch on every core and sends the lines'
+/// [`Decoded`] in order, with the read error that ended the file early, if any (after the lines
+/// before it). Stops when the receiver is gone.
+fn decode_batches(file: std::fs::File, name: &str, tx: std::sync::mpsc::SyncSender<Batch>) {
+    let mut lines = BufReader::with_capacity(1 << 20, file).lines();
+    let mut first_line = 1;
+    loop {
+        let mut batch: Vec<String> = Vec::new();
+        let mut bytes = 0;
+        let mut error = None;
+        while batch.len() < BATCH_LINES && bytes < BATCH_BYTES {
+            match lines.next() {
+                None => break,
+                Some(Ok(line)) => {
+                    bytes += line.len() + 1;
+                    batch.push(line);
+                }
+                Some(Err(e)) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        if batch.is_empty() && error.is_none() {
+            return;
+        }
+        let decoded = oloproof_traces::decode_json_lines(&batch, first_line, name);
+        first_line += batch.len();
+        let last = error.is_some();
+        if tx.send((decoded, error)).is_err() || last {
+            return;
+        }
+    }
 }
 
 /// A read error as a usage error naming the file (not UTF-8, unreadable).

@@ -14,6 +14,9 @@
 //!   id, an end before the start, an attribute of the wrong type, an id of the wrong length):
 //!   the import goes on, the summary adds up, the first problems are located, and the exit code
 //!   follows `--max-error-rate`; a missing file is exit 2.
+//! - `a_generated_file_imports_as_before`: 2,500 generated traces with bad, late and duplicate
+//!   spans give byte for byte the records and summary the line-by-line `Value` reader gave
+//!   before the fast path and the parallel read (pinned: a SHA-256 and a stdout file).
 
 mod common;
 
@@ -314,4 +317,51 @@ fn bad_input_is_counted_and_located() {
     let missing = oloproof(dir, &["import", "nope.jsonl", "-o", "t.jsonl"]);
     insta::assert_snapshot!("import_missing_file", transcript(&missing, dir));
     assert_eq!(missing.status.code(), Some(2));
+}
+
+/// A span of the first trace long after it was written (`late_span`), and a second span with
+/// the id of the last trace's root (`duplicate_span_id`).
+const TAIL_LINE: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd0000000000000000","spanId":"00000000000000ff","parentSpanId":"0000000000000001","name":"late","startTimeUnixNano":"1764633600001000000","endTimeUnixNano":"1764633600002000000"},{"traceId":"0af7651916cd43dd00000000000009c3","spanId":"0000000000009c31","name":"again","startTimeUnixNano":"1764636099000000000","endTimeUnixNano":"1764636099400000000"}]}]}]}
+"#;
+
+/// The records and the summary of an import do not change with how it is read (the typed fast
+/// path, lines decoded and records built on every core): 2,500 traces of `bench/gen_otlp.py`
+/// (25,000 spans, 391 lines of 64 spans: traces written while the file streams, past the
+/// 20,000-span grace window) with `BAD_LINES` after line 200 and `TAIL_LINE` at the end give
+/// byte for byte the records (their SHA-256) and the summary
+/// (`fixtures/import/generated_2500.stdout`) that the line-by-line `Value` reader gave before
+/// (commit a9ca4fa).
+#[test]
+fn a_generated_file_imports_as_before() {
+    use sha2::Digest as _;
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let generated = dir.join("gen.jsonl");
+    let status = Command::new(&py)
+        .arg(repo().join("bench/gen_otlp.py"))
+        .arg("2500")
+        .arg(&generated)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&generated).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    assert_eq!(lines.len(), 391);
+    let mixed = format!(
+        "{}{BAD_LINES}{}{TAIL_LINE}",
+        lines[..200].concat(),
+        lines[200..].concat()
+    );
+    std::fs::write(dir.join("mixed.jsonl"), mixed).unwrap();
+    let run = oloproof(dir, &["import", "mixed.jsonl", "-o", "traffic.jsonl"]);
+    assert_eq!(run.status.code(), Some(4), "{}", stderr(&run));
+    let expected =
+        std::fs::read_to_string(fixtures().join("import/generated_2500.stdout")).unwrap();
+    assert_eq!(stdout(&run), expected);
+    let written = std::fs::read(dir.join("traffic.jsonl")).unwrap();
+    assert_eq!(
+        format!("{:x}", sha2::Sha256::digest(&written)),
+        "382553ffede9c6b9ddf801b2bcb6c844eef3cb15f1258e2d0bbc2eeec4f275f0"
+    );
 }

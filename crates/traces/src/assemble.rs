@@ -36,15 +36,18 @@
 //! the records it can already write: a trace is written once its root span is in, every
 //! parent it names is in, and [`AssembleOptions::grace_spans`] more spans have been read
 //! (children end, and are exported, before their parents, so this is rarely needed; it covers
-//! batches flushed out of order). Memory holds the traces in that window, not the file. A span
-//! arriving for a trace already written is dropped as `late_span`. [`Assembler::finish`]
-//! writes what is left.
+//! batches flushed out of order). Memory holds the traces in that window, not the file, and
+//! 16 bytes per OTLP trace written (its id, to know a late span). A span arriving for a trace
+//! already written is dropped as `late_span`. [`Assembler::finish`] writes what is left.
+//! [`Assembler::push_batch`] takes many reader outputs at once and builds their records on
+//! every core, with the same records, order and accounting as `push` one at a time.
 //!
 //! Problems (each counted; `missing_parent`, `extra_root` and `end_before_start` keep the
 //! span; `duplicate_span_id` and `late_span` drop it): a span whose parent is not in the
 //! input is kept under the root; a second span with the same id is dropped; a span that ends
 //! before it starts is kept with its latency unknown.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use oloproof_core::corpus::Corpus;
@@ -89,7 +92,7 @@ pub struct Assembler<'c> {
     /// ([`Assembler::finish`] writes what is left in that order).
     arrival: VecDeque<String>,
     ready: VecDeque<(String, u64)>,
-    written: HashSet<String>,
+    written: WrittenIds,
     feedback: HashMap<String, Vec<Feedback>>,
     seen: u64,
     summary: ImportSummary,
@@ -104,7 +107,7 @@ impl<'c> Assembler<'c> {
             pending: HashMap::new(),
             arrival: VecDeque::new(),
             ready: VecDeque::new(),
-            written: HashSet::new(),
+            written: WrittenIds::default(),
             feedback: HashMap::new(),
             seen: 0,
             summary: ImportSummary::default(),
@@ -113,7 +116,56 @@ impl<'c> Assembler<'c> {
 
     /// Takes one reader's output; returns the records that are complete.
     pub fn push(&mut self, decoded: Decoded) -> Vec<Value> {
-        self.summary.merge(decoded.summary);
+        let (before, taken) = self.step(decoded);
+        self.summary.merge(before);
+        let mut out = Vec::with_capacity(taken.len());
+        for t in taken {
+            let (record, summary) = t.build(self.corpus, &self.options.source);
+            self.summary.merge(summary);
+            out.push(record);
+        }
+        out
+    }
+
+    /// [`Assembler::push`] of each reader output of `batch` in turn, the records built on
+    /// every core (rayon's pool): the same records in the same order, and the same accounting
+    /// (each record's problems counted, and located, where `push` would have).
+    pub fn push_batch(&mut self, batch: Vec<Decoded>) -> Vec<Value> {
+        let mut steps = Vec::with_capacity(batch.len());
+        let mut taken = Vec::new();
+        for decoded in batch {
+            let (before, t) = self.step(decoded);
+            steps.push((before, t.len()));
+            taken.extend(t);
+        }
+        self.build_all(steps, taken)
+    }
+
+    /// Writes every trace left (incomplete ones too, their problems counted) and returns the
+    /// records with the import's accounting.
+    pub fn finish(mut self) -> (Vec<Value>, ImportSummary) {
+        let ids: Vec<String> = self
+            .arrival
+            .iter()
+            .filter(|id| self.pending.contains_key(*id))
+            .cloned()
+            .collect();
+        let taken: Vec<Taken> = ids.iter().filter_map(|id| self.take(id)).collect();
+        let steps = vec![(ImportSummary::default(), taken.len())];
+        let out = self.build_all(steps, taken);
+        (out, self.summary)
+    }
+
+    /// The accounting so far.
+    pub fn summary(&self) -> &ImportSummary {
+        &self.summary
+    }
+
+    /// What one reader output changes: its spans routed to their traces, the late ones
+    /// dropped, and the traces whose grace window is over taken out. Returns the accounting
+    /// to add before those traces' own (the reader's, and the late spans) and the traces.
+    fn step(&mut self, decoded: Decoded) -> (ImportSummary, Vec<Taken>) {
+        let mut before = decoded.summary;
         for TraceFeedback {
             trace_id, feedback, ..
         } in decoded.feedback
@@ -125,7 +177,7 @@ impl<'c> Assembler<'c> {
         for span in decoded.spans {
             self.seen += 1;
             if self.written.contains(&span.trace_id) {
-                self.summary.drop_span(Problem {
+                before.drop_span(Problem {
                     kind: "late_span".into(),
                     at: span.at.clone(),
                     message: format!(
@@ -135,17 +187,17 @@ impl<'c> Assembler<'c> {
                 });
                 continue;
             }
-            if !self.pending.contains_key(&span.trace_id) {
-                self.arrival.push_back(span.trace_id.clone());
-            }
+            let pending = match self.pending.get_mut(&span.trace_id) {
+                Some(p) => p,
+                None => {
+                    self.arrival.push_back(span.trace_id.clone());
+                    self.pending.entry(span.trace_id.clone()).or_default()
+                }
+            };
             if touched_set.insert(span.trace_id.clone()) {
                 touched.push(span.trace_id.clone());
             }
-            self.pending
-                .entry(span.trace_id.clone())
-                .or_default()
-                .spans
-                .push(span);
+            pending.spans.push(span);
         }
         for id in touched {
             if let Some(p) = self.pending.get_mut(&id) {
@@ -168,34 +220,37 @@ impl<'c> Assembler<'c> {
                 .get(&id)
                 .is_some_and(|p| p.complete_at == Some(at));
             if still {
-                out.extend(self.write(&id));
+                out.extend(self.take(&id));
+            }
+        }
+        (before, out)
+    }
+
+    /// Builds `taken`'s records on every core; `steps` says, in order, the accounting to add
+    /// and then how many of the records follow it.
+    fn build_all(&mut self, steps: Vec<(ImportSummary, usize)>, taken: Vec<Taken>) -> Vec<Value> {
+        use rayon::prelude::*;
+        let (corpus, source) = (self.corpus, self.options.source.as_str());
+        let built: Vec<(Value, ImportSummary)> = taken
+            .into_par_iter()
+            .with_min_len(4)
+            .map(|t| t.build(corpus, source))
+            .collect();
+        let mut built = built.into_iter();
+        let mut out = Vec::with_capacity(built.len());
+        for (before, n) in steps {
+            self.summary.merge(before);
+            for (record, summary) in built.by_ref().take(n) {
+                self.summary.merge(summary);
+                out.push(record);
             }
         }
         out
     }
 
-    /// Writes every trace left (incomplete ones too, their problems counted) and returns the
-    /// records with the import's accounting.
-    pub fn finish(mut self) -> (Vec<Value>, ImportSummary) {
-        let ids: Vec<String> = self
-            .arrival
-            .iter()
-            .filter(|id| self.pending.contains_key(*id))
-            .cloned()
-            .collect();
-        let mut out = Vec::new();
-        for id in ids {
-            out.extend(self.write(&id));
-        }
-        (out, self.summary)
-    }
-
-    /// The accounting so far.
-    pub fn summary(&self) -> &ImportSummary {
-        &self.summary
-    }
-
-    fn write(&mut self, id: &str) -> Option<Value> {
+    /// Takes a trace out to be written: it is no longer pending, and a span of it arriving
+    /// later is late.
+    fn take(&mut self, id: &str) -> Option<Taken> {
         let pending = self.pending.remove(id)?;
         while self
             .arrival
@@ -204,17 +259,79 @@ impl<'c> Assembler<'c> {
         {
             self.arrival.pop_front();
         }
-        self.written.insert(id.to_string());
+        self.written.insert(id);
         let feedback = self.feedback.remove(id).unwrap_or_default();
-        let record = build(
-            id,
-            pending.spans,
+        Some(Taken {
+            id: id.to_string(),
+            spans: pending.spans,
             feedback,
-            self.corpus,
-            &self.options.source,
-            &mut self.summary,
+        })
+    }
+}
+
+/// A trace taken out of the assembler, its record not built yet.
+struct Taken {
+    id: String,
+    spans: Vec<Span>,
+    feedback: Vec<Feedback>,
+}
+
+impl Taken {
+    /// The record, and the accounting of its spans and problems.
+    fn build(self, corpus: Option<&Corpus>, source: &str) -> (Value, ImportSummary) {
+        let mut summary = ImportSummary::default();
+        let record = build(
+            &self.id,
+            self.spans,
+            self.feedback,
+            corpus,
+            source,
+            &mut summary,
         );
-        Some(record)
+        (record, summary)
+    }
+}
+
+/// The ids of the traces written, all that detecting a late span needs once a trace's spans
+/// are gone: OTLP's 32 lower-case hex digits as the 16 bytes they stand for (the set grows by
+/// about 16 bytes a trace, not by the id's `String`), other sources' ids as text.
+#[derive(Default)]
+struct WrittenIds {
+    hex: HashSet<u128>,
+    other: HashSet<String>,
+}
+
+impl WrittenIds {
+    /// The 128-bit value of a 32-digit lower-case hex id (upper case is another id: kept as
+    /// text, so two spellings never meet).
+    fn as_u128(id: &str) -> Option<u128> {
+        if id.len() != 32 {
+            return None;
+        }
+        let mut n: u128 = 0;
+        for b in id.bytes() {
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                _ => return None,
+            };
+            n = (n << 4) | u128::from(digit);
+        }
+        Some(n)
+    }
+
+    fn insert(&mut self, id: &str) {
+        match Self::as_u128(id) {
+            Some(n) => self.hex.insert(n),
+            None => self.other.insert(id.to_string()),
+        };
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        match Self::as_u128(id) {
+            Some(n) => self.hex.contains(&n),
+            None => self.other.contains(id),
+        }
     }
 }
 
@@ -238,23 +355,39 @@ fn build(
     summary: &mut ImportSummary,
 ) -> Value {
     // Duplicates: the first span with an id is kept.
-    let mut first_at: HashMap<String, String> = HashMap::new();
-    let mut kept: Vec<Span> = Vec::with_capacity(spans.len());
-    for span in spans {
-        if let Some(first) = first_at.get(&span.span_id) {
+    let mut first_of: HashMap<&str, usize> = HashMap::with_capacity(spans.len());
+    let mut duplicates: Vec<(usize, usize)> = Vec::new();
+    for (i, span) in spans.iter().enumerate() {
+        match first_of.entry(span.span_id.as_str()) {
+            Entry::Occupied(first) => duplicates.push((i, *first.get())),
+            Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
+        }
+    }
+    drop(first_of);
+    let mut kept: Vec<Span> = if duplicates.is_empty() {
+        spans
+    } else {
+        for &(i, first) in &duplicates {
+            let (span, first) = (&spans[i], &spans[first]);
             summary.drop_span(Problem {
                 kind: "duplicate_span_id".into(),
                 at: span.at.clone(),
                 message: format!(
-                    "span id {} appears twice in trace {trace_id} (first at {first}); the second (`{}`) is dropped",
-                    span.span_id, span.name
+                    "span id {} appears twice in trace {trace_id} (first at {}); the second (`{}`) is dropped",
+                    span.span_id, first.at, span.name
                 ),
             });
-            continue;
         }
-        first_at.insert(span.span_id.clone(), span.at.to_string());
-        kept.push(span);
-    }
+        let mut dropped = duplicates.iter().map(|&(i, _)| i).peekable();
+        spans
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| dropped.next_if_eq(i).is_none())
+            .map(|(_, s)| s)
+            .collect()
+    };
     for s in &kept {
         if let (Some(start), Some(end)) = (s.start_unix_nano, s.end_unix_nano) {
             if end < start {
@@ -1111,6 +1244,86 @@ mod tests {
         assert_eq!(summary.spans_dropped["late_span"], 1);
         assert_eq!(summary.records, 2);
         assert!(summary.adds_up(), "{summary:?}");
+    }
+
+    #[test]
+    fn push_batch_gives_what_push_gives() {
+        // 40 traces spread over lines of 7 spans, some with a duplicate span, an orphan, a
+        // wrong attribute, an uppercase (non-OTLP) id, and spans arriving after their trace
+        // was written; a short grace window so that traces are written while lines come in.
+        let mut spans: Vec<Span> = Vec::new();
+        for t in 0..40u32 {
+            let id = if t % 9 == 4 {
+                format!("TRACE-{t:04}")
+            } else {
+                format!("{:032x}", 0x0af7_6519_16cd_43dd_u128 << 64 | u128::from(t))
+            };
+            let mut trace = rag_spans();
+            if t % 5 == 1 {
+                trace.push(trace[2].clone());
+            }
+            if t % 7 == 2 {
+                trace[3].parent_span_id = Some("00000000000000ff".into());
+                trace[3]
+                    .attributes
+                    .insert("llm.token_count.prompt".into(), json!("many"));
+            }
+            for (k, s) in trace.iter_mut().enumerate() {
+                s.trace_id = id.clone();
+                s.at.line = Some(t as usize * 10 + k + 1);
+            }
+            // The root last, as exporters write it.
+            trace.rotate_left(1);
+            spans.extend(trace);
+            if t % 6 == 5 {
+                // A late span of the first trace.
+                let mut late = rag_spans().remove(1);
+                late.trace_id = format!("{:032x}", 0x0af7_6519_16cd_43dd_u128 << 64);
+                late.span_id = format!("{:016x}", 0x100 + t);
+                spans.push(late);
+            }
+        }
+        let lines: Vec<Decoded> = spans
+            .chunks(7)
+            .map(|c| Decoded {
+                summary: ImportSummary {
+                    spans_read: c.len() as u64,
+                    ..Default::default()
+                },
+                spans: c.to_vec(),
+                feedback: Vec::new(),
+            })
+            .collect();
+        let options = AssembleOptions {
+            grace_spans: 12,
+            ..Default::default()
+        };
+        let mut one = Assembler::new(options.clone(), None);
+        let mut one_records = Vec::new();
+        for d in lines.clone() {
+            one_records.extend(one.push(d));
+        }
+        let (rest, one_summary) = one.finish();
+        one_records.extend(rest);
+        for batch in [1, 3, 8, 1000] {
+            let mut many = Assembler::new(options.clone(), None);
+            let mut records = Vec::new();
+            for chunk in lines.chunks(batch) {
+                records.extend(many.push_batch(chunk.to_vec()));
+            }
+            let (rest, summary) = many.finish();
+            records.extend(rest);
+            assert_eq!(records, one_records, "batches of {batch}");
+            assert_eq!(summary, one_summary, "batches of {batch}");
+        }
+        assert_eq!(one_records.len(), 40);
+        assert!(one_summary.adds_up());
+        assert!(
+            one_summary.spans_dropped["late_span"] > 0,
+            "{one_summary:?}"
+        );
+        assert!(one_summary.spans_dropped["duplicate_span_id"] > 0);
+        assert!(one_summary.first.len() == ImportSummary::FIRST);
     }
 
     #[test]

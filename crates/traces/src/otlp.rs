@@ -34,6 +34,8 @@ use crate::error::RequestError;
 use crate::problems::{ImportSummary, Problem};
 use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
 
+mod typed;
+
 /// What an input file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputFormat {
@@ -66,11 +68,26 @@ impl InputFormat {
 
 /// Reads one JSON Lines line of `TracesData` (blank lines are skipped), adding its spans and
 /// problems to `out`.
+///
+/// A clean line (no problem to report: the common case) is deserialized straight into spans,
+/// borrowing its strings; any other line is parsed into a `serde_json::Value` and walked by
+/// [`decode_json_value`], which counts and locates each problem. Both give the same spans for
+/// a clean line.
 pub fn decode_json_line(line: &str, at: &Location, out: &mut Decoded) {
     let line = line.trim();
     if line.is_empty() {
         return;
     }
+    if let Some(spans) = typed::decode_line(line, at) {
+        out.summary.spans_read += spans.len() as u64;
+        out.spans.extend(spans);
+        return;
+    }
+    decode_json_line_value(line, at, out);
+}
+
+/// [`decode_json_line`] through a `serde_json::Value` (every line, clean or not).
+fn decode_json_line_value(line: &str, at: &Location, out: &mut Decoded) {
     match serde_json::from_str::<Value>(line) {
         Ok(value) => decode_json_value(&value, at, out),
         Err(e) => {
@@ -83,6 +100,28 @@ pub fn decode_json_line(line: &str, at: &Location, out: &mut Decoded) {
             });
         }
     }
+}
+
+/// Reads consecutive JSON Lines lines (`first_line` the 1-based number of `lines[0]`) of
+/// `file`, each as [`decode_json_line`] reads it, on every core (rayon's pool): one
+/// [`Decoded`] per line, in line order, so what follows (the assembler) sees exactly what a
+/// line-by-line read gives.
+pub fn decode_json_lines(lines: &[String], first_line: usize, file: &str) -> Vec<Decoded> {
+    use rayon::prelude::*;
+    lines
+        .par_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let at = Location {
+                file: file.to_string(),
+                line: Some(first_line + i),
+                byte_offset: None,
+            };
+            let mut out = Decoded::default();
+            decode_json_line(line, &at, &mut out);
+            out
+        })
+        .collect()
 }
 
 /// Reads a whole JSON document: one `TracesData` object, an array of them, or — when the text
@@ -1430,6 +1469,555 @@ mod tests {
         let json_body =
             decode_request(CAMEL.as_bytes(), "application/json; charset=utf-8").unwrap();
         assert_eq!(json_body.spans.len(), 1);
+    }
+
+    /// Random OTLP JSON lines, clean and not: both spellings of every key (sometimes both at
+    /// once), hex and base64 ids (some malformed), 64-bit integers as numbers, strings,
+    /// fractions and words, every `AnyValue` kind nested (some of the wrong type or with two
+    /// keys), `null`s, unknown keys, escapes, duplicate keys, and now and then a cut line.
+    mod gen {
+        use rand::Rng;
+        use rand_chacha::ChaCha8Rng;
+
+        pub(super) type R = ChaCha8Rng;
+
+        thread_local! {
+            /// A clean line: only spans and resources with no problem that the fast path reads
+            /// (drawn until one is), so that it reads many spans too.
+            pub(super) static CLEAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+
+        fn clean() -> bool {
+            CLEAN.with(|c| c.get())
+        }
+
+        /// Whether the `Value` reader reads `line` without a problem, and the fast path reads
+        /// it.
+        fn no_problem(line: &str) -> bool {
+            let mut out = crate::span::Decoded::default();
+            super::decode_json_line_value(line, &super::line_at(1), &mut out);
+            out.summary.problems.is_empty()
+                && out.summary.records_dropped == 0
+                && super::typed::decode_line(line, &super::line_at(1)).is_some()
+        }
+
+        /// A span, drawn until it has no problem on a clean line.
+        fn span_of(r: &mut R, trace: &str) -> String {
+            loop {
+                let s = span(r, trace);
+                let line =
+                    format!("{{\"resourceSpans\":[{{\"scopeSpans\":[{{\"spans\":[{s}]}}]}}]}}");
+                if !clean() || no_problem(&line) {
+                    return s;
+                }
+            }
+        }
+
+        /// A resource, drawn until it has no problem on a clean line.
+        fn resource(r: &mut R) -> String {
+            loop {
+                let res = match r.random_range(0..10) {
+                    0 => "null".to_string(),
+                    1 => "{}".to_string(),
+                    2 => "5".to_string(),
+                    _ => {
+                        let a = attributes(r);
+                        format!("{{\"attributes\":{a},\"droppedAttributesCount\":0}}")
+                    }
+                };
+                let line = format!("{{\"resourceSpans\":[{{\"resource\":{res}}}]}}");
+                if !clean() || no_problem(&line) {
+                    return res;
+                }
+            }
+        }
+
+        fn pick<'a>(r: &mut R, xs: &[&'a str]) -> &'a str {
+            xs[r.random_range(0..xs.len())]
+        }
+
+        fn obj(fields: &[(String, String)]) -> String {
+            let inner: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+
+        fn text(r: &mut R) -> String {
+            let s = pick(
+                r,
+                &[
+                    "\"refunds\"",
+                    "\"\"",
+                    "\"line\\nbreak \\\"quoted\\\" \\u00e9t\\u00e9\"",
+                    "\"caf\u{e9} \u{1F600}\"",
+                    "\"14 days.\"",
+                ],
+            );
+            s.to_string()
+        }
+
+        fn int(r: &mut R) -> String {
+            pick(
+                r,
+                &[
+                    "42",
+                    "\"42\"",
+                    "-7",
+                    "\"-7\"",
+                    "\" 12 \"",
+                    "\"+12\"",
+                    "12.5",
+                    "\"12.5\"",
+                    "1e3",
+                    "\"many\"",
+                    "9223372036854775808",
+                    "18446744073709551616",
+                    "\"99999999999999999999\"",
+                    "0",
+                    "\"0\"",
+                    "true",
+                    "null",
+                    "[1]",
+                ],
+            )
+            .to_string()
+        }
+
+        fn time(r: &mut R) -> String {
+            pick(
+                r,
+                &[
+                    "\"1700000000000000000\"",
+                    "1700000000250000000",
+                    "\"1700000000100000000\"",
+                    "1.7e18",
+                    "\"soon\"",
+                    "\"0\"",
+                    "0",
+                    "\"-5\"",
+                    "null",
+                    "false",
+                    "\" 1700000000300000000 \"",
+                ],
+            )
+            .to_string()
+        }
+
+        fn double(r: &mut R) -> String {
+            pick(
+                r,
+                &[
+                    "0.5", "1", "-3", "1.0", "-0", "\"2.5\"", "\"NaN\"", "\"inf\"", "\"x\"",
+                    "1e300", "0.1", "true",
+                ],
+            )
+            .to_string()
+        }
+
+        pub(super) fn any_value(r: &mut R, depth: u32) -> String {
+            let k = r.random_range(0..if depth > 2 { 8 } else { 14 });
+            let name = |camel: &str, snake: &str, r: &mut R| -> String {
+                if r.random_bool(0.8) { camel } else { snake }.to_string()
+            };
+            match k {
+                0 | 1 => obj(&[(name("stringValue", "string_value", r), text(r))]),
+                2 => obj(&[(name("intValue", "int_value", r), int(r))]),
+                3 => obj(&[(name("doubleValue", "double_value", r), double(r))]),
+                4 => obj(&[(
+                    name("boolValue", "bool_value", r),
+                    pick(r, &["true", "false", "\"true\"", "null"]).into(),
+                )]),
+                5 => obj(&[(
+                    name("bytesValue", "bytes_value", r),
+                    pick(r, &["\"AAE=\"", "7"]).into(),
+                )]),
+                6 => pick(r, &["{}", "null", "\"text\"", "{\"fooValue\":1}", "[]"]).into(),
+                7 => {
+                    let a = text(r);
+                    let b = int(r);
+                    pick(
+                        r,
+                        &[
+                            "{\"stringValue\":A,\"intValue\":B}",
+                            "{\"stringValue\":A,\"stringValue\":\"second\"}",
+                        ],
+                    )
+                    .replace('A', &a)
+                    .replace('B', &b)
+                }
+                8..=10 => {
+                    let n = r.random_range(0..4);
+                    let values: Vec<String> = (0..n).map(|_| any_value(r, depth + 1)).collect();
+                    let inner = match r.random_range(0..8) {
+                        0 => "{}".to_string(),
+                        1 => "{\"values\":null}".to_string(),
+                        2 => "5".to_string(),
+                        3 => format!("{{\"values\":[{}],\"extra\":[1,{{}}]}}", values.join(",")),
+                        _ => format!("{{\"values\":[{}]}}", values.join(",")),
+                    };
+                    obj(&[(name("arrayValue", "array_value", r), inner)])
+                }
+                _ => {
+                    let n = r.random_range(0..4);
+                    let values: Vec<String> = (0..n)
+                        .map(|_| key_value(r, depth + 1, &["k", "k", "j", "z"]))
+                        .collect();
+                    let inner = match r.random_range(0..8) {
+                        0 => "{}".to_string(),
+                        1 => "{\"values\":null}".to_string(),
+                        2 => "[]".to_string(),
+                        _ => format!("{{\"values\":[{}]}}", values.join(",")),
+                    };
+                    obj(&[(name("kvlistValue", "kvlist_value", r), inner)])
+                }
+            }
+        }
+
+        pub(super) fn key_value(r: &mut R, depth: u32, keys: &[&str]) -> String {
+            let key = format!("\"{}\"", pick(r, keys));
+            let value = any_value(r, depth);
+            match r.random_range(0..20) {
+                0 => obj(&[("key".into(), key)]),
+                1 => obj(&[("key".into(), "7".into()), ("value".into(), value)]),
+                2 => obj(&[("value".into(), value)]),
+                3 => obj(&[
+                    ("key".into(), key.clone()),
+                    ("key".into(), key),
+                    ("value".into(), value),
+                ]),
+                4 => obj(&[("value".into(), value), ("key".into(), key)]),
+                5 => obj(&[("key".into(), key), ("value".into(), "null".into())]),
+                _ => obj(&[("key".into(), key), ("value".into(), value)]),
+            }
+        }
+
+        fn attributes(r: &mut R) -> String {
+            if r.random_bool(0.05) {
+                return pick(r, &["null", "{}", "\"a\""]).into();
+            }
+            let n = r.random_range(0..6);
+            let keys = [
+                "input.value",
+                "output.value",
+                "openinference.span.kind",
+                "llm.token_count.prompt",
+                "service.name",
+                "k",
+            ];
+            let items: Vec<String> = (0..n).map(|_| key_value(r, 0, &keys)).collect();
+            format!("[{}]", items.join(","))
+        }
+
+        fn id(r: &mut R, bytes: usize) -> String {
+            let hex: String = (0..bytes)
+                .map(|_| format!("{:02x}", r.random_range(0..=255u8)))
+                .collect();
+            match r.random_range(0..14) {
+                0 => format!("\"{}\"", hex.to_uppercase()),
+                1 => {
+                    use base64::Engine as _;
+                    let raw: Vec<u8> = (0..bytes).map(|_| r.random_range(0..=255u8)).collect();
+                    format!(
+                        "\"{}\"",
+                        base64::engine::general_purpose::STANDARD.encode(raw)
+                    )
+                }
+                2 => pick(r, &["\"abc\"", "\"\"", "7", "null", "\"AQID\""]).into(),
+                3 => format!("\"{}\"", "0".repeat(bytes * 2)),
+                _ => format!("\"{hex}\""),
+            }
+        }
+
+        fn pair(r: &mut R, camel: &str, snake: &str, value: String) -> Vec<(String, String)> {
+            match r.random_range(0..20) {
+                0 => vec![(camel.into(), value.clone()), (snake.into(), value)],
+                1 => vec![(camel.into(), "null".into()), (snake.into(), value)],
+                2..=5 => vec![(snake.into(), value)],
+                _ => vec![(camel.into(), value)],
+            }
+        }
+
+        fn span(r: &mut R, trace: &str) -> String {
+            let mut f: Vec<(String, String)> = Vec::new();
+            if r.random_bool(0.9) {
+                f.push((
+                    "name".into(),
+                    pick(r, &["\"rag\"", "\"retrieve\"", "null", "3", "\"\""]).into(),
+                ));
+            }
+            if r.random_bool(0.97) {
+                let t = if r.random_bool(0.9) {
+                    trace.to_string()
+                } else {
+                    id(r, 16)
+                };
+                f.extend(pair(r, "traceId", "trace_id", t));
+            }
+            if r.random_bool(0.97) {
+                let s = id(r, 8);
+                f.extend(pair(r, "spanId", "span_id", s));
+            }
+            if r.random_bool(0.6) {
+                let p = if r.random_bool(0.2) {
+                    "\"\"".to_string()
+                } else {
+                    id(r, 8)
+                };
+                f.extend(pair(r, "parentSpanId", "parent_span_id", p));
+            }
+            for (c, s) in [
+                ("startTimeUnixNano", "start_time_unix_nano"),
+                ("endTimeUnixNano", "end_time_unix_nano"),
+            ] {
+                if r.random_bool(0.9) {
+                    let t = time(r);
+                    f.extend(pair(r, c, s, t));
+                }
+            }
+            if r.random_bool(0.7) {
+                f.push((
+                    "kind".into(),
+                    pick(
+                        r,
+                        &[
+                            "1",
+                            "2",
+                            "3",
+                            "0",
+                            "9",
+                            "-1",
+                            "1.0",
+                            "\"SPAN_KIND_SERVER\"",
+                            "\"SPAN_KIND_CLIENT\"",
+                            "\"SPAN_KIND_UNSPECIFIED\"",
+                            "\"other\"",
+                            "null",
+                            "true",
+                            "9223372036854775808",
+                        ],
+                    )
+                    .into(),
+                ));
+            }
+            if r.random_bool(0.9) {
+                let a = attributes(r);
+                f.push(("attributes".into(), a));
+            }
+            if r.random_bool(0.3) {
+                let n = r.random_range(0..3);
+                let events: Vec<String> = (0..n)
+                    .map(|_| {
+                        let mut e: Vec<(String, String)> = Vec::new();
+                        if r.random_bool(0.9) {
+                            e.push((
+                                "name".into(),
+                                pick(r, &["\"exception\"", "null", "1"]).into(),
+                            ));
+                        }
+                        if r.random_bool(0.8) {
+                            let t = time(r);
+                            e.extend(pair(r, "timeUnixNano", "time_unix_nano", t));
+                        }
+                        if r.random_bool(0.7) {
+                            let a = attributes(r);
+                            e.push(("attributes".into(), a));
+                        }
+                        if r.random_bool(0.05) {
+                            return pick(r, &["null", "3", "[]"]).to_string();
+                        }
+                        obj(&e)
+                    })
+                    .collect();
+                let v = if r.random_bool(0.05) {
+                    pick(r, &["null", "{}"]).to_string()
+                } else {
+                    format!("[{}]", events.join(","))
+                };
+                f.push(("events".into(), v));
+            }
+            if r.random_bool(0.6) {
+                let mut st: Vec<(String, String)> = Vec::new();
+                if r.random_bool(0.7) {
+                    st.push((
+                        "code".into(),
+                        pick(
+                            r,
+                            &[
+                                "0",
+                                "1",
+                                "2",
+                                "7",
+                                "2.0",
+                                "\"STATUS_CODE_ERROR\"",
+                                "\"STATUS_CODE_OK\"",
+                                "\"STATUS_CODE_UNSET\"",
+                                "null",
+                                "false",
+                            ],
+                        )
+                        .into(),
+                    ));
+                }
+                if r.random_bool(0.5) {
+                    st.push((
+                        "message".into(),
+                        pick(r, &["\"failed\"", "null", "5"]).into(),
+                    ));
+                }
+                let v = if r.random_bool(0.05) {
+                    pick(r, &["null", "\"ok\"", "[]"]).to_string()
+                } else {
+                    obj(&st)
+                };
+                f.push(("status".into(), v));
+            }
+            if r.random_bool(0.2) {
+                f.push((
+                    pick(
+                        r,
+                        &["flags", "traceState", "droppedAttributesCount", "links"],
+                    )
+                    .into(),
+                    pick(
+                        r,
+                        &["1", "\"x\"", "[{\"a\":[1,2,{\"b\":null}]}]", "null", "1e5"],
+                    )
+                    .into(),
+                ));
+            }
+            if r.random_bool(0.02) {
+                return pick(r, &["null", "\"span\"", "[]"]).into();
+            }
+            // Shuffle the keys now and then: readers must not depend on their order.
+            if r.random_bool(0.3) {
+                let n = f.len();
+                for i in (1..n).rev() {
+                    f.swap(i, r.random_range(0..=i));
+                }
+            }
+            obj(&f)
+        }
+
+        pub(super) fn line(r: &mut R) -> String {
+            let trace = id(r, 16);
+            let mut rss: Vec<String> = Vec::new();
+            for _ in 0..r.random_range(0..3) {
+                let mut f: Vec<(String, String)> = Vec::new();
+                if r.random_bool(0.7) {
+                    let res = resource(r);
+                    f.push(("resource".into(), res));
+                }
+                for key in ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"] {
+                    let p = if key == "scopeSpans" { 0.8 } else { 0.15 };
+                    if !r.random_bool(p) {
+                        continue;
+                    }
+                    let mut scopes: Vec<String> = Vec::new();
+                    for _ in 0..r.random_range(0..3) {
+                        let spans: Vec<String> = (0..r.random_range(0..4))
+                            .map(|_| span_of(r, &trace))
+                            .collect();
+                        let spans = if r.random_bool(0.03) {
+                            "null".to_string()
+                        } else {
+                            format!("[{}]", spans.join(","))
+                        };
+                        scopes.push(format!(
+                            "{{\"scope\":{{\"name\":\"app\"}},\"spans\":{spans}}}"
+                        ));
+                    }
+                    let v = if r.random_bool(0.03) {
+                        pick(r, &["null", "{}"]).to_string()
+                    } else {
+                        format!("[{}]", scopes.join(","))
+                    };
+                    f.push((key.into(), v));
+                }
+                rss.push(obj(&f));
+            }
+            let rs = format!("[{}]", rss.join(","));
+            let top = match r.random_range(if clean() { 8..40 } else { 0..40 }) {
+                0 => "[1,2]".to_string(),
+                1 => "{\"resourceMetrics\":[]}".to_string(),
+                2 => format!("{{\"resourceSpans\":{rs},\"resourceSpans\":[]}}"),
+                3 => format!("{{\"resource_spans\":{rs}}}"),
+                4 => format!("{{\"resourceSpans\":{rs},\"resource_spans\":{rs}}}"),
+                5 => "{\"resourceSpans\":null}".to_string(),
+                6 => format!(
+                    "{{\"x\":{},\"resourceSpans\":{rs}}}",
+                    "[".repeat(130) + &"]".repeat(130)
+                ),
+                7 => format!("{{\"x\":1e400,\"resourceSpans\":{rs}}}"),
+                _ => format!("{{\"resourceSpans\":{rs}}}"),
+            };
+            if !clean() && r.random_bool(0.02) {
+                let cut = r.random_range(1..top.len());
+                // Cut on a character boundary.
+                let cut = (1..=cut)
+                    .rev()
+                    .find(|&i| top.is_char_boundary(i))
+                    .unwrap_or(1);
+                return top[..cut].to_string();
+            }
+            top
+        }
+    }
+
+    #[test]
+    fn typed_matches_value_reader() {
+        use rand::SeedableRng;
+        let mut r = gen::R::seed_from_u64(15);
+        let mut fast = 0;
+        let mut spans = 0;
+        for n in 1..=6000 {
+            gen::CLEAN.with(|c| c.set(n % 2 == 0));
+            let line = gen::line(&mut r);
+            let at = line_at(n);
+            let mut via_value = Decoded::default();
+            decode_json_line_value(line.trim(), &at, &mut via_value);
+            let mut via_line = Decoded::default();
+            decode_json_line(&line, &at, &mut via_line);
+            if typed::decode_line(line.trim(), &at).is_some() {
+                fast += 1;
+                spans += via_line.spans.len();
+            }
+            assert_eq!(via_line.spans, via_value.spans, "line {n}: {line}");
+            assert_eq!(
+                serde_json::to_string(&via_line.spans).unwrap(),
+                serde_json::to_string(&via_value.spans).unwrap(),
+                "line {n} (key order): {line}"
+            );
+            assert_eq!(via_line.summary, via_value.summary, "line {n}: {line}");
+        }
+        // Both paths were exercised: many clean lines with spans, and many not.
+        assert!(
+            fast > 600 && fast < 5400,
+            "{fast} of 6000 lines on the fast path"
+        );
+        assert!(spans > 300, "{spans} spans on the fast path");
+    }
+
+    #[test]
+    fn the_fast_path_reads_clean_lines_and_hands_the_rest_over() {
+        let at = line_at(1);
+        // The issue's first example, and a clean snake_case line with base64 ids.
+        assert!(typed::decode_line(CAMEL, &at).is_some());
+        let snake = json!({"resource_spans": [{"scope_spans": [{"spans": [{
+            "trace_id": "W47/95gDgQPSabYzgT/GDA==", "span_id": "7uGbfsPBsXQ=",
+            "name": "retrieve", "kind": 1, "start_time_unix_nano": "1700000000000000000"
+        }]}]}]})
+        .to_string();
+        assert!(typed::decode_line(&snake, &at).is_some());
+        // A problem of any kind: the Value reader's turn.
+        for bad in [
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"abc","spanId":"0102030405060708"}]}]}]}"#,
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","startTimeUnixNano":"soon"}]}]}]}"#,
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","attributes":[{"key":"n","value":{"intValue":"many"}}]}]}]}]}"#,
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","trace_id":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708"}]}]}]}"#,
+            r#"{"resourceMetrics":[]}"#,
+            "not json",
+        ] {
+            assert!(typed::decode_line(bad, &at).is_none(), "{bad}");
+        }
     }
 
     #[test]
