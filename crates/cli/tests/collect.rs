@@ -16,21 +16,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The interpreter with the OpenTelemetry SDK, or `None` (skip) when not configured.
-fn python() -> Option<String> {
-    let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1");
-    match std::env::var("OLOPROOF_REFERENCE_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            None
-        }
-    }
-}
-
 /// A running `oloproof collect` and its endpoint.
 struct Collecting {
     child: Child,
@@ -85,7 +70,7 @@ fn records_by_trace(path: &Path) -> Vec<Value> {
 
 #[test]
 fn the_sdk_exporter_is_collected_and_imported_like_its_files() {
-    let Some(py) = python() else { return };
+    let Some(py) = reference_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let collector = start(dir, "collected.db", &[]);

@@ -30,26 +30,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// The interpreter with the OpenTelemetry SDK, or `None` (skip) when not configured.
-fn python() -> Option<String> {
-    let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1");
-    match std::env::var("OLOPROOF_REFERENCE_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
-            );
-            let mut err = std::io::stderr().lock();
-            let _ = std::io::Write::write_all(
-                &mut err,
-                b"skipped: OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)\n",
-            );
-            None
-        }
-    }
-}
-
 fn records(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -159,7 +139,7 @@ fn check(record: &Value, truth: &Value) {
 
 #[test]
 fn the_sdk_app_round_trips() {
-    let Some(py) = python() else { return };
+    let Some(py) = reference_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let app = fixtures().join("otel_app/app.py");
@@ -334,7 +314,7 @@ const TAIL_LINE: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId"
 #[test]
 fn a_generated_file_imports_as_before() {
     use sha2::Digest as _;
-    let Some(py) = python() else { return };
+    let Some(py) = reference_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let generated = dir.join("gen.jsonl");

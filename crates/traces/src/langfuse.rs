@@ -186,23 +186,10 @@ impl LangfuseReader {
     /// Reads a whole JSON document: a page (`{"data": […]}`), an array (element `i` located as
     /// `file[i]`), or one record.
     pub fn read_document(&mut self, value: &Value, file: &str) {
-        let items = match value {
-            Value::Array(items) => Some(items),
-            Value::Object(o) => match o.get("data") {
-                Some(Value::Array(items)) => Some(items),
-                _ => None,
-            },
-            _ => None,
-        };
-        match items {
+        match crate::span::export_items(value) {
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    let at = Location {
-                        file: format!("{file}[{i}]"),
-                        line: None,
-                        byte_offset: None,
-                    };
-                    self.read_record(item, &at);
+                    self.read_record(item, &Location::element(file, i));
                 }
             }
             None => self.read_record(

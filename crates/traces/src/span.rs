@@ -109,6 +109,30 @@ pub struct Location {
     pub byte_offset: Option<u64>,
 }
 
+impl Location {
+    /// Element `index` of a JSON array in `file`, shown as `file[index]`.
+    pub fn element(file: &str, index: usize) -> Location {
+        Location {
+            file: format!("{file}[{index}]"),
+            line: None,
+            byte_offset: None,
+        }
+    }
+}
+
+/// The records of an exported JSON document: its elements when it is an array, or the `data`
+/// array of an API page (`{"data": […], "meta": …}`); `None` when it is one record.
+pub fn export_items(value: &Value) -> Option<&Vec<Value>> {
+    match value {
+        Value::Array(items) => Some(items),
+        Value::Object(o) => match o.get("data") {
+            Some(Value::Array(items)) => Some(items),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.line, self.byte_offset) {

@@ -150,3 +150,25 @@ pub fn criterion<'a>(summary: &'a serde_json::Value, name: &str) -> &'a serde_js
 
 /// The test Postgres server (`scripts/postgres-test`).
 pub mod pg;
+
+/// The interpreter with the reference packages (`OLOPROOF_REFERENCE_PYTHON`, set by
+/// `scripts/test`), or `None` (skip) when not configured; under
+/// `OLOPROOF_REQUIRE_REFERENCES=1` (CI) its absence fails the test instead.
+pub fn reference_python() -> Option<String> {
+    let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1");
+    match std::env::var("OLOPROOF_REFERENCE_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                !required,
+                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
+            );
+            let mut err = std::io::stderr().lock();
+            let _ = std::io::Write::write_all(
+                &mut err,
+                b"skipped: OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)\n",
+            );
+            None
+        }
+    }
+}
