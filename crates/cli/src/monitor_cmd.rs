@@ -44,12 +44,25 @@ const AFTER_HELP: &str = "The monitor: section (oloproof.yaml, or the file given
       - {type: criterion_below, criterion: faithfulness, min: 0.8}
       - {type: filter_false_exclusion, max_rate: 0.02}
       - {type: regeneration_rate, band: [0.0, 0.1]}
+    drift:
+      embedder: mini                  # a judges: key with provider: local, kind: embedding
+      reference: {window: first}      # first | previous | a window's start (2026-11-28)
+      permutations: 1000              # MMD permutation test; alpha after Holm
+      alpha: 0.01
+      probes: {file: probes.jsonl, min_cosine: 0.99}   # vectors stored on the first run
+      performance:
+        - {signal: regeneration, by: metadata.intent, band: [0.0, 0.1]}
+        - {criterion: faithfulness}   # no band: the reference window's 3-sigma limits
 
 Decisions read intervals, never points: an SLO is met when the Wilson lower bound reaches
 min_share; latency_p95 and cost_per_request fire when the lower bound is above the maximum,
 criterion_below when the upper bound is below the minimum, filter_false_exclusion when the
 Wilson lower bound is above max_rate, regeneration_rate when the Wilson interval is outside
-the band. Estimates use only the traces the rate drew; always-included and flagged traces
+the band. Drift: query_drift fires when a horizon window's MMD permutation p-value,
+Holm-adjusted over the horizon's tests, is at most alpha; probe_drift when a probe's cosine
+to its stored vector is under min_cosine; performance_drift when a window's 95 % interval
+lies wholly outside a fixed band, or its value outside the reference's control limits.
+Estimates use only the traces the rate drew; always-included and flagged traces
 are judged and counted as `targeted`.
 
 Review: --review-queue N -o review.jsonl writes N blind random judged traces plus the
@@ -303,6 +316,111 @@ fn alert_line(a: &AlertReport) -> String {
     line
 }
 
+/// The drift section: each query test, the probe set, each performance window.
+fn render_drift(o: &mut String, d: &oloproof_engine::monitor::drift::DriftReport) {
+    let _ = writeln!(
+        o,
+        "\nDrift (embedder {}, reference window: {}, {} permutations, α {} after Holm over the horizon){}:",
+        d.embedder.as_deref().unwrap_or("none"),
+        d.reference,
+        d.permutations,
+        d.alpha,
+        if d.without_question > 0 {
+            format!(" · {} records without a question (not embedded)", d.without_question)
+        } else {
+            String::new()
+        }
+    );
+    for q in &d.queries {
+        let state = match q.status {
+            "drift" => "DRIFT   ",
+            "no_drift" => "no drift",
+            _ => "n/a     ",
+        };
+        let _ = writeln!(
+            o,
+            "  queries {state} {}{} · {}: {}{}",
+            q.window,
+            q.reference_window
+                .as_ref()
+                .map(|r| format!(" vs {r}"))
+                .unwrap_or_default(),
+            q.segment,
+            q.why,
+            if q.subsampled_out > 0 {
+                format!(" ({} more left out by max_queries)", q.subsampled_out)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(p) = &d.probes {
+        let _ = writeln!(
+            o,
+            "  probes {} · {} probes, {} compared{}{}",
+            p.file,
+            p.probes,
+            p.compared,
+            match (p.status, p.min_cosine, p.mean_cosine) {
+                ("baseline_written", _, _) => format!(" · baseline written to {}", p.vectors),
+                (_, Some(min), Some(mean)) => format!(
+                    " · cosine to the stored vectors min {min:.4}, mean {mean:.4} (threshold {}): {} under",
+                    p.threshold,
+                    p.below.len()
+                ),
+                _ => String::new(),
+            },
+            if p.unmatched.is_empty() {
+                String::new()
+            } else {
+                format!(" · without a stored vector: {}", p.unmatched.join(", "))
+            }
+        );
+    }
+    for perf in &d.performance {
+        let _ = writeln!(
+            o,
+            "  performance {} by {}{}:",
+            perf.subject,
+            if perf.by.is_empty() {
+                "(all)".to_string()
+            } else {
+                perf.by.join(", ")
+            },
+            perf.band
+                .map(|[lo, hi]| format!(" · band [{}, {}]", num(lo), num(hi)))
+                .unwrap_or_else(|| " · control band from the reference window".to_string())
+        );
+        for w in &perf.windows {
+            let _ = writeln!(
+                o,
+                "    {} {} · {}: {} on {}{}{}{}",
+                match w.status {
+                    "out_of_band" => "OUT    ",
+                    "in_band" => "in band",
+                    "reference" => "ref    ",
+                    _ => "n/a    ",
+                },
+                w.window,
+                w.segment,
+                w.value.map_or_else(|| "—".to_string(), num),
+                w.n,
+                w.interval
+                    .map(|[lo, hi]| format!(" [{}, {}]", num(lo), num(hi)))
+                    .unwrap_or_default(),
+                match (w.status, w.band) {
+                    ("reference", _) => String::new(),
+                    (_, Some([lo, hi])) => format!(" · band [{}, {}]", num(lo), num(hi)),
+                    _ => String::new(),
+                },
+                w.reference
+                    .map(|(v, n)| format!(" (reference {} on {n})", num(v)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
 /// The terminal report.
 fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
     let mut o = String::new();
@@ -453,6 +571,9 @@ fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
                 slo.segment
             );
         }
+    }
+    if let Some(d) = &r.drift {
+        render_drift(&mut o, d);
     }
     if !r.alerts.is_empty() {
         let _ = writeln!(o, "\nAlerts over the horizon (decided on intervals):");

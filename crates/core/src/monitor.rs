@@ -57,7 +57,145 @@ pub struct MonitorOptions {
     /// The human-review queue (`monitor --review-queue N`).
     #[serde(default)]
     pub review: ReviewOptions,
+    /// Drift: query drift against a reference window, embedding drift on a probe set,
+    /// performance drift against a control band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftOptions>,
 }
+
+/// `monitor.drift` (seed 000 Part 10, "Détection du drift"):
+///
+/// ```yaml
+/// drift:
+///   embedder: mini                # a `judges:` key: provider local, kind embedding
+///   reference: {window: first}    # first | previous | a window's start, e.g. 2026-11-28
+///   permutations: 1000            # of the MMD test
+///   alpha: 0.01                   # after Holm over the horizon's tests
+///   probes: {file: probes.jsonl}  # vectors stored beside it on the first run
+///   performance:
+///     - {signal: regeneration, by: metadata.intent, band: [0.0, 0.1]}
+///     - {criterion: faithfulness}  # no band: the reference window's control band
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriftOptions {
+    /// The judge that embeds queries and probes (a key of `judges:` with `provider: local`,
+    /// `kind: embedding`), so drift runs offline. Needed by query and probe drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// What each window's queries are compared with (default: the first window).
+    #[serde(default)]
+    pub reference: DriftReference,
+    /// Query drift on or off (default on when `embedder` is set).
+    #[serde(default = "default_true")]
+    pub queries: bool,
+    /// Also test each segment of `monitor.segments` apart (default: the whole window only).
+    #[serde(default)]
+    pub per_segment: bool,
+    /// Random relabellings of the MMD permutation test (default 1000).
+    #[serde(default = "default_permutations")]
+    pub permutations: usize,
+    /// Significance level of the query-drift alert, applied to the Holm-adjusted p-values of
+    /// the horizon's tests (default 0.01).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// Seed of the permutations and of the query subsample (default 0).
+    #[serde(default)]
+    pub seed: u64,
+    /// Most queries per window (and per reference) embedded and tested: above it, the ones
+    /// with the smallest draw (`sha256("drift:<seed>:<trace id>")`) (default 500; the test
+    /// costs `O(permutations · n²)`).
+    #[serde(default = "default_max_queries")]
+    pub max_queries: usize,
+    /// Bins of the binned divergence (default: `min(10, reference size / 5)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<usize>,
+    /// Embedding drift on a fixed probe set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbeOptions>,
+    /// Performance drift: a signal or criterion per segment against a control band.
+    #[serde(default)]
+    pub performance: Vec<PerformanceOptions>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_permutations() -> usize {
+    1000
+}
+
+fn default_alpha() -> f64 {
+    0.01
+}
+
+fn default_max_queries() -> usize {
+    500
+}
+
+/// `monitor.drift.reference`: the window each window is compared with.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriftReference {
+    /// `first` (the earliest window), `previous` (each window against the one before), or
+    /// the start of a window as a date or RFC 3339 time (`2026-11-28`).
+    pub window: String,
+}
+
+impl Default for DriftReference {
+    fn default() -> Self {
+        DriftReference {
+            window: "first".to_string(),
+        }
+    }
+}
+
+/// `monitor.drift.probes`: a fixed set of texts re-embedded on every run and compared with the
+/// vectors stored on the first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeOptions {
+    /// JSONL of `{"id": ..., "text": ...}` (`id` optional: the line number), relative to the
+    /// config's folder.
+    pub file: String,
+    /// Where the stored vectors live (default: the probe file with `.vectors.json` in place
+    /// of its extension); written when absent, never overwritten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<String>,
+    /// The alert fires when a probe's cosine to its stored vector is under this (default
+    /// 0.99).
+    #[serde(default = "default_min_cosine")]
+    pub min_cosine: f64,
+}
+
+fn default_min_cosine() -> f64 {
+    0.99
+}
+
+/// `monitor.drift.performance[i]`: one signal or criterion per segment and window against a
+/// control band.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PerformanceOptions {
+    /// A feedback signal: `regeneration` (share of traces regenerated), `thumbs_down`,
+    /// `follow_up`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Or a criterion judged by one of the tiers (its mean on the sampled traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criterion: Option<String>,
+    /// The segment key (`metadata.intent`); default: `monitor.segments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// A fixed band `[low, high]`: fires when the window's 95 % interval lies wholly outside
+    /// it. Absent: the reference window's control band (3-sigma Shewhart limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<[f64; 2]>,
+}
+
+/// The feedback signals `drift.performance` reads.
+pub const PERFORMANCE_SIGNALS: &[&str] = &["regeneration", "thumbs_down", "follow_up"];
 
 /// `monitor.window`: windows of `size` (cut on `production.timestamp`, aligned on the Unix
 /// epoch in UTC, so a `1d` window is a UTC calendar day), and the `rolling` horizon the SLOs
@@ -572,12 +710,137 @@ pub fn validate_monitor(
             }
         }
     }
+    if let Some(d) = &m.drift {
+        validate_drift(doc, overrides, d)?;
+    }
     if !(m.review.low_confidence_margin.is_finite() && m.review.low_confidence_margin >= 0.0) {
         return fail(
             "review.low_confidence_margin",
             "`low_confidence_margin` must be a non-negative score distance".into(),
             "a distance such as 0.1",
         );
+    }
+    Ok(())
+}
+
+/// Checks `monitor.drift`'s values (whether `embedder` names a local embedding judge, a
+/// criterion is tiered and a reference time parses is checked by the engine).
+fn validate_drift(
+    doc: &YamlDocument,
+    overrides: &[String],
+    d: &DriftOptions,
+) -> Result<(), SourceError> {
+    let fail = |key: &str, message: String, expected: &str, help: Option<String>| {
+        let path = format!("monitor.drift.{key}");
+        let mut err = doc.error_at(&path, true, message);
+        err.expected = Some(expected.to_string());
+        err.help = help;
+        Err(attribute(err, overrides, &path))
+    };
+    // `first`, `previous` or a time: the time is parsed (and a bad one located) by the engine.
+    if d.reference.window.trim().is_empty() {
+        return fail(
+            "reference.window",
+            "an empty reference window".into(),
+            "`first`, `previous`, or a window's start such as 2026-11-28",
+            None,
+        );
+    }
+    if d.permutations == 0 {
+        return fail(
+            "permutations",
+            "`permutations` must be at least 1".into(),
+            "a number of relabellings, e.g. 1000",
+            None,
+        );
+    }
+    if !(d.alpha > 0.0 && d.alpha < 1.0) {
+        return fail(
+            "alpha",
+            format!("`alpha: {}` is not in (0, 1)", d.alpha),
+            "a significance level such as 0.01",
+            None,
+        );
+    }
+    if d.max_queries < 2 {
+        return fail(
+            "max_queries",
+            format!(
+                "`max_queries: {}` leaves no test (at least 2)",
+                d.max_queries
+            ),
+            "a number of queries per window, e.g. 500",
+            None,
+        );
+    }
+    if d.bins.is_some_and(|b| b < 2) {
+        return fail(
+            "bins",
+            "`bins` must be at least 2".into(),
+            "a number of bins such as 10",
+            None,
+        );
+    }
+    if let Some(p) = &d.probes {
+        if !(p.min_cosine > -1.0 && p.min_cosine <= 1.0) {
+            return fail(
+                "probes.min_cosine",
+                format!("`min_cosine: {}` is not a cosine in (-1, 1]", p.min_cosine),
+                "a cosine such as 0.99",
+                None,
+            );
+        }
+    }
+    for (i, p) in d.performance.iter().enumerate() {
+        match (&p.signal, &p.criterion) {
+            (Some(_), Some(_)) | (None, None) => {
+                return fail(
+                    &format!("performance[{i}]"),
+                    "give one of `signal` and `criterion`".into(),
+                    "`signal: regeneration` or `criterion: faithfulness`",
+                    None,
+                );
+            }
+            (Some(s), None) if !PERFORMANCE_SIGNALS.contains(&s.as_str()) => {
+                return fail(
+                    &format!("performance[{i}].signal"),
+                    format!("unknown signal `{s}`"),
+                    &format!("one of {}", PERFORMANCE_SIGNALS.join(", ")),
+                    crate::source::did_you_mean(s, PERFORMANCE_SIGNALS.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?")),
+                );
+            }
+            _ => {}
+        }
+        if let Some(by) = &p.by {
+            if by.strip_prefix("metadata.").is_none_or(str::is_empty) {
+                return fail(
+                    &format!("performance[{i}].by"),
+                    format!("unknown segment key `{by}`"),
+                    "`metadata.<key>`, e.g. metadata.intent",
+                    Some(format!("did you mean `metadata.{by}`?")),
+                );
+            }
+        }
+        if let Some(band) = p.band {
+            let shares = p.signal.is_some();
+            let ok = band.iter().all(|b| b.is_finite())
+                && band[0] <= band[1]
+                && (!shares || band.iter().all(|b| (0.0..=1.0).contains(b)));
+            if !ok {
+                return fail(
+                    &format!("performance[{i}].band"),
+                    format!(
+                        "`band: [{}, {}]` is not [low, high]{}",
+                        band[0],
+                        band[1],
+                        if shares { " in [0, 1]" } else { "" }
+                    ),
+                    "two values, low first, e.g. [0.02, 0.10]",
+                    None,
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -643,5 +906,27 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("unknown field `max_m`"), "{err}");
+    }
+
+    #[test]
+    fn drift_reads_with_its_defaults() {
+        let d: DriftOptions = serde_json::from_value(serde_json::json!({
+            "embedder": "mini",
+            "probes": {"file": "probes.jsonl"},
+            "performance": [{"signal": "regeneration", "by": "metadata.intent", "band": [0.0, 0.1]},
+                            {"criterion": "faithfulness"}]
+        }))
+        .unwrap();
+        assert_eq!(d.reference.window, "first");
+        assert_eq!((d.permutations, d.alpha, d.max_queries), (1000, 0.01, 500));
+        assert!(d.queries && !d.per_segment);
+        assert_eq!(d.probes.unwrap().min_cosine, 0.99);
+        assert_eq!(d.performance[0].band, Some([0.0, 0.1]));
+        let err = serde_json::from_value::<DriftOptions>(serde_json::json!({"permutatons": 10}))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `permutatons`"),
+            "{err}"
+        );
     }
 }

@@ -56,6 +56,34 @@ pub enum StatsError {
     /// The cells of a table of counts add up to more than `u64::MAX`.
     #[error("the counts add up to more than 2^64 - 1")]
     CountOverflow,
+    /// A sample has fewer observations than the statistic needs (a within-sample mean of
+    /// pairs needs 2; equal-frequency bins need enough values to cut).
+    #[error("too few observations: {got} given, at least {needed} needed")]
+    TooFewObservations {
+        /// How many were given.
+        got: usize,
+        /// The minimum the statistic needs.
+        needed: usize,
+    },
+    /// A vector's length differs from the first vector's.
+    #[error("vector {index} has {got} coordinates, the first has {expected}")]
+    DimensionMismatch {
+        /// Position of the vector (over the samples in order).
+        index: usize,
+        /// The first vector's length.
+        expected: usize,
+        /// This vector's length.
+        got: usize,
+    },
+    /// A vector of norm 0 where a direction is needed (a cosine).
+    #[error("a vector has norm 0: its direction is undefined")]
+    ZeroVector,
+    /// A kernel bandwidth that is not positive and finite.
+    #[error("kernel bandwidth must be positive and finite, got {bandwidth}")]
+    InvalidBandwidth {
+        /// The rejected bandwidth.
+        bandwidth: f64,
+    },
     /// A quantile level is not strictly between 0 and 1.
     #[error("quantile level must be strictly between 0 and 1, got {q}")]
     InvalidQuantile {
@@ -65,10 +93,13 @@ pub enum StatsError {
 }
 
 impl StatsError {
-    /// True when the error only means "there was nothing to measure" ([`StatsError::EmptySample`]
-    /// or [`StatsError::TooFewPairs`]), as opposed to a caller bug such as a bad confidence level.
+    /// True when the error only means "there was nothing to measure" ([`StatsError::EmptySample`],
+    /// [`StatsError::TooFewPairs`] or [`StatsError::TooFewObservations`]), as opposed to a caller bug such as a bad confidence level.
     pub fn is_insufficient_data(&self) -> bool {
-        matches!(self, Self::EmptySample | Self::TooFewPairs { .. })
+        matches!(
+            self,
+            Self::EmptySample | Self::TooFewPairs { .. } | Self::TooFewObservations { .. }
+        )
     }
 }
 

@@ -18,6 +18,10 @@
 //!   [`reason`] code.
 //! - **Quantiles** (latency p95, cost p99): [`quantile_interval`], the distribution-free
 //!   order-statistic interval (scipy's `quantile_test(...).confidence_interval`).
+//! - **Drift** ([`drift`]): the kernel two-sample test ([`mmd_permutation_test`], unbiased
+//!   MMD² with a median-heuristic Gaussian kernel and a permutation p-value) and the
+//!   Jensen–Shannon distance of reference-quantile bins ([`binned_divergence`]), for
+//!   `oloproof monitor`'s query drift.
 //! - **Display**: [`Interval::round_outward`] rounds an interval to a grid without ever
 //!   shrinking it.
 //!
@@ -53,6 +57,7 @@
 
 mod bootstrap;
 mod decision;
+pub mod drift;
 mod error;
 mod grouped_bootstrap;
 mod interval;
@@ -70,6 +75,10 @@ mod statistic_bootstrap;
 
 pub use bootstrap::{percentile_bootstrap_mean, quantile};
 pub use decision::{non_inferiority, ratio_at_most, reason, superiority, Decision, Verdict3};
+pub use drift::{
+    binned_divergence, cosine, cosine_to_centroid, jensen_shannon_distance, mmd_permutation_test,
+    BinnedDivergence, MmdTest,
+};
 pub use error::{StatsError, UnknownQuantileMethod};
 pub use grouped_bootstrap::{percentile_bootstrap_mean_grouped, MAX_GROUPED_LEVELS};
 pub use interval::Interval;

@@ -175,9 +175,47 @@ pub fn outside(interval: Interval, band: [f64; 2]) -> bool {
     interval.hi < band[0] || interval.lo > band[1]
 }
 
+/// The 3-sigma Shewhart control limits of a share for a window of `n` traces, from the
+/// reference share `p`: `p ± 3 √(p (1 − p) / n)`, clipped to `[0, 1]` (the p-chart with
+/// variable sample size; D. C. Montgomery, *Introduction to Statistical Quality Control*,
+/// §7.2). `None` for `n = 0`.
+pub fn control_limits_share(p: f64, n: u64) -> Option<[f64; 2]> {
+    if n == 0 || !p.is_finite() {
+        return None;
+    }
+    let half = 3.0 * (p * (1.0 - p) / n as f64).sqrt();
+    Some([(p - half).max(0.0), (p + half).min(1.0)])
+}
+
+/// The 3-sigma Shewhart limits of a window's mean of `n` observations, from the reference
+/// observations: `x̄ ± 3 s / √n`, `s` their sample standard deviation (`n − 1` divisor; the
+/// x̄ chart with a standard estimated from a reference period, Montgomery §6.2). `None` when
+/// the reference has fewer than 2 observations or `n = 0`.
+pub fn control_limits_mean(reference: &[f64], n: u64) -> Option<[f64; 2]> {
+    let k = reference.len();
+    if k < 2 || n == 0 {
+        return None;
+    }
+    let mean = reference.iter().sum::<f64>() / k as f64;
+    let var = reference.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
+    let half = 3.0 * var.sqrt() / (n as f64).sqrt();
+    Some([mean - half, mean + half])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_limits() {
+        let [lo, hi] = control_limits_share(0.1, 100).unwrap();
+        assert!((lo - 0.01).abs() < 1e-12 && (hi - 0.19).abs() < 1e-12);
+        assert_eq!(control_limits_share(0.0, 10), Some([0.0, 0.0]));
+        assert_eq!(control_limits_share(0.5, 0), None);
+        let [lo, hi] = control_limits_mean(&[1.0, 2.0, 3.0], 4).unwrap();
+        assert!((lo - 0.5).abs() < 1e-12 && (hi - 3.5).abs() < 1e-12);
+        assert_eq!(control_limits_mean(&[1.0], 4), None);
+    }
 
     #[test]
     fn windows_floor_on_the_epoch() {

@@ -38,8 +38,15 @@
 //!    traces of the horizon plus the low-confidence and thumbs-down ones, as rows
 //!    `oloproof calibrate --labels` reads once `label` is filled.
 //!
-//! Not here yet: drift (query, embedding, performance), shadow evaluation, the viewer page.
+//! 8. **Drift** (`monitor.drift`, [`drift`]): query drift of each window against a reference
+//!    window (MMD² permutation test and a binned Jensen–Shannon distance of the queries'
+//!    local embeddings), embedding drift on a fixed probe set (cosine to vectors stored on the
+//!    first run), and performance drift of a feedback share or criterion against a control
+//!    band; each an alert (`query_drift`, `probe_drift`, `performance_drift`).
+//!
+//! Not here yet: shadow evaluation, the viewer page.
 
+pub mod drift;
 pub mod math;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -124,6 +131,9 @@ pub struct MonitorReport {
     /// The review queue, when asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewReport>,
+    /// Drift, when `monitor.drift` is configured (its alerts are in `alerts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<drift::DriftReport>,
 }
 
 impl MonitorReport {
@@ -849,6 +859,31 @@ pub fn monitor(
         }
     }
 
+    // 8. Drift.
+    let drift_report = match &m.drift {
+        Some(d) => {
+            let (r, mut drift_alerts) = drift::drift(
+                &drift::DriftInput {
+                    config,
+                    m,
+                    d,
+                    placed: &placed,
+                    horizon_start,
+                    verdicts: &verdicts,
+                    sampled_for: &sampled_for,
+                    kinds: &kinds,
+                    changes: &horizon_changes,
+                    seed,
+                    resamples,
+                },
+                &mut incomplete,
+            )?;
+            alerts.append(&mut drift_alerts);
+            Some(r)
+        }
+        None => None,
+    };
+
     // Errors and completeness.
     let errors = ErrorShare {
         errors: horizon.iter().filter(|p| p.error).count() as u64,
@@ -912,6 +947,7 @@ pub fn monitor(
         errors,
         incomplete,
         review,
+        drift: drift_report,
     };
     Ok(MonitorOutput {
         report,
@@ -1034,6 +1070,9 @@ fn check_references(
                 unknown(key, criterion)
             });
         }
+    }
+    if let Some(d) = &m.drift {
+        drift::check_drift(config, d, &tiered, criteria)?;
     }
     Ok(())
 }
