@@ -220,7 +220,7 @@ fn refuse(state: &AppState, encoding: OtlpEncoding, refusal: &Refusal) -> Respon
     )
 }
 
-fn header_text<'h>(headers: &'h HeaderMap, name: header::HeaderName) -> Option<&'h str> {
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -902,13 +902,25 @@ fn performance_drift(
                 Some(r) => {
                     if let Some(rps) = groups.get(&(segment.clone(), r)) {
                         let (rv, rn, _, rvalues) = measure(rps);
+                        // A share, or a criterion scored in [0, 1], cannot leave [0, 1]: its
+                        // x̄-chart limits are clipped there, as the p-chart's are.
+                        let bounded = perf.signal.is_some()
+                            || perf.criterion.as_deref().is_some_and(|c| {
+                                matches!(
+                                    input.kinds.get(c),
+                                    Some(SummaryKind::Proportion | SummaryKind::Rate)
+                                )
+                            });
                         let limits = rv.and_then(|rv| {
                             let l = if perf.signal.is_some() {
                                 math::control_limits_share(rv, n)
                             } else {
                                 math::control_limits_mean(&rvalues, values.len() as u64)
                             };
-                            l.map(|l| (rv, l))
+                            l.map(|[lo, hi]| match bounded {
+                                true => (rv, [lo.max(0.0), hi.min(1.0)]),
+                                false => (rv, [lo, hi]),
+                            })
                         });
                         if let (Some((rv, band)), Some(v)) = (limits, value) {
                             pw.band = Some(band);
