@@ -29,6 +29,9 @@
 //! | `judge_openai`, `judge_anthropic` | judge HTTP replies in both wire formats | [`replies`] |
 //! | `judge_text` | the JSON inside a judge's text reply, and its schema check | [`replies`] |
 //! | `tokenizer` | a model folder's `tokenizer.json` | [`tokenizer`] |
+//! | `otlp_json`, `otlp_protobuf` | OTLP trace files (`oloproof import`) | [`traces`] |
+//! | `otlp_request` | an OTLP/HTTP body (`oloproof collect`) | [`traces`] |
+//! | `phoenix`, `langfuse` | Phoenix and Langfuse exports (`oloproof import`) | [`traces`] |
 
 mod check;
 mod jsonl;
@@ -36,6 +39,7 @@ mod replies;
 mod seeds;
 mod server;
 mod tokenizer;
+mod traces;
 mod trec;
 mod yaml;
 
@@ -63,6 +67,11 @@ const TARGETS: &[(&str, Target)] = &[
     ("judge_anthropic", replies::judge_anthropic),
     ("judge_text", replies::judge_text),
     ("tokenizer", tokenizer::tokenizer),
+    ("otlp_json", traces::otlp_json),
+    ("otlp_protobuf", traces::otlp_protobuf),
+    ("otlp_request", traces::otlp_request),
+    ("phoenix", traces::phoenix),
+    ("langfuse", traces::langfuse),
 ];
 
 fn usage() -> ! {

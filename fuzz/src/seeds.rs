@@ -247,4 +247,29 @@ pub fn write(dir: &Path) {
     multi.extend_from_slice(&gz(&run[..31]));
     multi.extend_from_slice(&gz(&run[31..]));
     put(dir, "trec_gzip", "members.gz", &multi);
+
+    // OTLP JSON Lines: a trace over two lines (camelCase, then snake_case with a base64 id),
+    // OpenInference retrieval and LLM attributes, and a line that is not TracesData.
+    let root = json!({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
+        "value": {"stringValue": "bot"}}]}, "scopeSpans": [{"spans": [{
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "0000000000000001",
+        "name": "rag", "startTimeUnixNano": "1764633600000000000",
+        "endTimeUnixNano": "1764633600500000000", "status": {"code": 1},
+        "attributes": [{"key": "input.value", "value": {"stringValue": "How long?"}},
+                       {"key": "output.value", "value": {"stringValue": "14 days."}}]}]}]}]});
+    let child = json!({"resource_spans": [{"scope_spans": [{"spans": [{
+        "trace_id": "CvdlGRbNQ92ESOshHIAxnA==", "span_id": "AAAAAAAAAAI=",
+        "parent_span_id": "AAAAAAAAAAE=", "name": "retrieve",
+        "start_time_unix_nano": 1764633600010000000u64, "end_time_unix_nano": 1764633600030000000u64,
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"string_value": "RETRIEVER"}},
+            {"key": "retrieval.documents.0.document.id", "value": {"string_value": "d1"}},
+            {"key": "retrieval.documents.0.document.score", "value": {"double_value": 0.5}},
+            {"key": "llm.token_count.prompt", "value": {"int_value": "12"}}],
+        "events": [{"name": "exception", "time_unix_nano": "1764633600020000000",
+            "attributes": [{"key": "exception.message", "value": {"stringValue": "x"}}]}]}]}]}]});
+    let mut otlp = lines(&[root.clone(), child]);
+    otlp.extend_from_slice(b"{\"resourceMetrics\": []}\n");
+    put(dir, "otlp_json", "trace.jsonl", &otlp);
+    put(dir, "otlp_request", "request.json", root.to_string().as_bytes());
 }

@@ -24,7 +24,8 @@ pub struct TimestampError {
 }
 
 /// Nanoseconds since the Unix epoch of an ISO 8601 / RFC 3339 timestamp (see the module doc).
-/// Times before 1970 are an error (spans are not that old).
+/// Times before 1970 are an error (spans are not that old), and so are times after 2554
+/// (nanoseconds since 1970 no longer fit in 64 bits).
 pub fn parse_iso8601(text: &str) -> Result<u64, TimestampError> {
     let err = |reason| TimestampError {
         text: text.to_string(),
@@ -114,7 +115,10 @@ pub fn parse_iso8601(text: &str) -> Result<u64, TimestampError> {
     if secs < 0 {
         return Err(err("before 1970"));
     }
-    Ok(secs as u64 * 1_000_000_000 + nanos as u64)
+    (secs as u64)
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(nanos as u64))
+        .ok_or_else(|| err("after 2554, beyond nanoseconds since 1970 in 64 bits"))
 }
 
 fn is_leap(y: i64) -> bool {
@@ -202,6 +206,8 @@ mod tests {
             ("2024-05-29T13:46:19+2", "offset"),
             ("2024-05-29T13:46:19 UTC", "unexpected text"),
             ("1969-12-31T23:59:59Z", "before 1970"),
+            // Found by the `langfuse` fuzz target: nanoseconds overflowed 64 bits.
+            ("9999-12-31T23:59:59Z", "after 2554"),
         ] {
             let e = parse_iso8601(bad).unwrap_err();
             assert!(e.reason.contains(why), "{bad}: {e}");
