@@ -19,16 +19,9 @@ pub fn request_location(seq: i64) -> String {
 /// the import.
 pub fn decode_collected(request: &CollectedRequest) -> Decoded {
     let file = request_location(request.seq);
-    match oloproof_traces::decode_request(&request.body, request.encoding.content_type()) {
-        Ok(mut decoded) => {
-            for span in &mut decoded.spans {
-                span.at.file.clone_from(&file);
-            }
-            for problem in &mut decoded.summary.first {
-                problem.at.file.clone_from(&file);
-            }
-            decoded
-        }
+    match oloproof_traces::decode_request_at(&request.body, request.encoding.content_type(), &file)
+    {
+        Ok(decoded) => decoded,
         Err(e) => {
             let mut decoded = Decoded::default();
             decoded.summary.drop_record(Problem {

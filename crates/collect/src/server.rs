@@ -178,17 +178,18 @@ fn write_loop(mut store: Box<dyn Store>, rx: mpsc::Receiver<Pending>) {
                 Err(_) => break,
             }
         }
-        let requests: Vec<CollectedRequest> = batch.iter().map(|p| p.request.clone()).collect();
+        let (requests, replies): (Vec<CollectedRequest>, Vec<_>) =
+            batch.into_iter().map(|p| (p.request, p.reply)).unzip();
         let outcome = store
             .append_collected(&requests)
             .map(|_| ())
             .map_err(|e| e.to_string());
         if let Err(e) = &outcome {
-            tracing::error!(error = %e, requests = batch.len(), "cannot record collected requests");
+            tracing::error!(error = %e, requests = replies.len(), "cannot record collected requests");
         }
-        for p in batch {
+        for reply in replies {
             // A sender that went away (the exporter hung up) needs no answer.
-            let _ = p.reply.send(outcome.clone());
+            let _ = reply.send(outcome.clone());
         }
     }
 }

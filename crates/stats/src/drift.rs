@@ -115,23 +115,15 @@ pub fn median_bandwidth(pooled: &[Vec<f64>]) -> Result<f64, StatsError> {
     Ok(bandwidth_of(d))
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
-}
-
 fn bandwidth_of(distances: Vec<f64>) -> f64 {
-    match median(distances.clone()) {
+    // The median is the crate's one quantile (numpy's linear method at 0.5).
+    let median = |values: &[f64]| crate::quantile(values, 0.5).ok();
+    match median(&distances) {
         Some(m) if m > 0.0 => m,
-        _ => median(distances.into_iter().filter(|d| *d > 0.0).collect()).unwrap_or(1.0),
+        _ => {
+            let positive: Vec<f64> = distances.into_iter().filter(|d| *d > 0.0).collect();
+            median(&positive).unwrap_or(1.0)
+        }
     }
 }
 

@@ -51,5 +51,5 @@ pub use assemble::{AssembleOptions, Assembler};
 pub use error::RequestError;
 pub use otlp::{
     decode_json_document, decode_json_line, decode_json_lines, decode_protobuf, decode_request,
-    InputFormat,
+    decode_request_at, InputFormat,
 };

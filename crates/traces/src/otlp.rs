@@ -1179,7 +1179,16 @@ fn pb_any_value(
 /// [`RequestError::UnsupportedContentType`] (415). Problems below that (one bad span) are in
 /// the returned summary, as for a file.
 pub fn decode_request(bytes: &[u8], content_type: &str) -> Result<Decoded, RequestError> {
-    const AT: &str = "POST /v1/traces";
+    decode_request_at(bytes, content_type, "POST /v1/traces")
+}
+
+/// [`decode_request`] with its spans and problems located in `at` (a stored request read
+/// back: `POST /v1/traces #SEQ`).
+pub fn decode_request_at(
+    bytes: &[u8],
+    content_type: &str,
+    at: &str,
+) -> Result<Decoded, RequestError> {
     let media = content_type
         .split(';')
         .next()
@@ -1187,7 +1196,7 @@ pub fn decode_request(bytes: &[u8], content_type: &str) -> Result<Decoded, Reque
         .trim()
         .to_ascii_lowercase();
     let decoded = match media.as_str() {
-        "application/x-protobuf" | "application/protobuf" => decode_protobuf(bytes, AT),
+        "application/x-protobuf" | "application/protobuf" => decode_protobuf(bytes, at),
         "application/json" => {
             let text = std::str::from_utf8(bytes).map_err(|e| RequestError::Malformed {
                 message: format!("the JSON body is not UTF-8: {e}"),
@@ -1199,7 +1208,7 @@ pub fn decode_request(bytes: &[u8], content_type: &str) -> Result<Decoded, Reque
             decode_json_value(
                 &value,
                 &Location {
-                    file: AT.into(),
+                    file: at.into(),
                     line: None,
                     byte_offset: None,
                 },
