@@ -44,6 +44,8 @@ use crate::EngineError;
 
 /// Longest a finished case waits for others to share its commit.
 pub const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(20);
+/// Longest a worker's cache lookups share one read snapshot.
+const SNAPSHOT_SPAN: Duration = Duration::from_millis(500);
 /// Most cases in one commit.
 pub const GROUP_COMMIT_MAX: usize = 512;
 /// Cases claimed per transaction by `oloproof worker` unless `--batch` says otherwise.
@@ -885,7 +887,10 @@ impl RunPlan {
                 };
             let mut sent_count = send(&job_tx, first_batch);
             let mut job_tx = Some(job_tx);
-            let (done_tx, done_rx) = crossbeam_channel::bounded::<Finished>(workers * 4);
+            // Room for a whole group commit: the workers keep executing while the previous
+            // group is written, instead of waiting in lockstep with the committing thread.
+            let (done_tx, done_rx) =
+                crossbeam_channel::bounded::<Finished>(GROUP_COMMIT_MAX.max(workers * 4));
             let mut first = first;
             // Each worker's two connections (cache lookups, judge calls), opened before any
             // case runs: a store that cannot be read is an error now, not a run that silently
@@ -918,6 +923,7 @@ impl RunPlan {
                             judges: registry,
                             cache: &judge_cache,
                         };
+                        let mut snapshot = None;
                         for job in job_rx.iter() {
                             let Job {
                                 index,
@@ -935,17 +941,28 @@ impl RunPlan {
                             if store_failed.load(std::sync::atomic::Ordering::Relaxed) {
                                 break;
                             }
-                            // One read transaction for all of this case's cache lookups;
-                            // without one each lookup reads on its own, as before.
-                            let _snapshot = reader.as_deref().and_then(|r| {
-                                match oloproof_core::store::ReadSnapshot::begin(r) {
-                                    Ok(s) => Some(s),
-                                    Err(e) => {
-                                        tracing::warn!(error = %e, "cache lookups without a read snapshot");
-                                        None
+                            // The cache lookups share a read transaction, renewed every
+                            // SNAPSHOT_SPAN: a new one after the committing thread wrote
+                            // discards the connection's page cache, so one per case would
+                            // re-read every page each case touches. Entries committed since
+                            // the snapshot began are missed for at most that long (the case
+                            // is then computed again, and its entry not written twice).
+                            if snapshot.as_ref().is_some_and(|(_, began): &(_, Instant)| {
+                                began.elapsed() >= SNAPSHOT_SPAN
+                            }) {
+                                snapshot = None;
+                            }
+                            if snapshot.is_none() {
+                                snapshot = reader.as_deref().and_then(|r| {
+                                    match oloproof_core::store::ReadSnapshot::begin(r) {
+                                        Ok(s) => Some((s, Instant::now())),
+                                        Err(e) => {
+                                            tracing::warn!(error = %e, "cache lookups without a read snapshot");
+                                            None
+                                        }
                                     }
-                                }
-                            });
+                                });
+                            }
                             let (trace, mut writes) = if exhausted {
                                 (abandoned(&case.id, attempt, schedule.max_attempts), Vec::new())
                             } else {
@@ -1012,17 +1029,24 @@ impl RunPlan {
                     (schedule.lease / 2).clamp(Duration::from_millis(100), Duration::from_secs(5));
                 let mut retry_in = Duration::from_millis(100).min(poll);
                 let mut next_claim = Instant::now();
+                // Claim the next batch while the workers still have this many cases queued, so
+                // they never wait for a claim (nor for a group commit to end before one).
+                let low_water = schedule.batch.max(workers);
+                // The open group commit: cases finishing within GROUP_COMMIT_WINDOW of the first
+                // share one transaction. Each case stays all-or-nothing; a kill loses at most
+                // that window.
+                let mut group: Vec<Finished> = Vec::new();
+                let mut group_ends = Instant::now();
                 loop {
-                    // Keep the queue fed: claim the next batch once the workers are about to
-                    // run dry. An empty claim closes the queue (and the workers end) once no
-                    // case is pending but ours; while others hold cases, it is retried.
+                    // Keep the queue fed. An empty claim closes the queue (and the workers end)
+                    // once no case is pending but ours; while others hold cases, it is retried.
                     let stopping =
                         over_budget() || store_failed.load(std::sync::atomic::Ordering::Relaxed);
                     let in_flight = sent_count.saturating_sub(received);
                     if stopping {
                         job_tx = None;
                     } else if let Some(tx) = &job_tx {
-                        if in_flight <= workers && Instant::now() >= next_claim {
+                        if tx.len() < low_water && Instant::now() >= next_claim {
                             let claimed = store.claim_batch(run_id, &claim).and_then(|batch| {
                                 if !batch.is_empty() || !schedule.shared {
                                     return Ok((batch, false));
@@ -1058,25 +1082,38 @@ impl RunPlan {
                         }
                         last_beat = Instant::now();
                     }
-                    let first = match done_rx.recv_timeout(heartbeat_every.min(retry_in)) {
-                        Ok(f) => f,
-                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-                    };
-                    // Group commit: cases finishing within GROUP_COMMIT_WINDOW of each other
-                    // share one transaction. Each case stays all-or-nothing; a kill loses at
-                    // most that window.
-                    let mut batch = vec![first];
-                    let window_end = std::time::Instant::now() + GROUP_COMMIT_WINDOW;
-                    while batch.len() < GROUP_COMMIT_MAX {
-                        let wait = window_end.saturating_duration_since(std::time::Instant::now());
-                        match done_rx.recv_timeout(wait) {
-                            Ok(f) => batch.push(f),
-                            Err(_) => break,
-                        }
+                    // Wait for a finished case, at most until the open group commit is due.
+                    let mut wait = heartbeat_every.min(retry_in);
+                    if !group.is_empty() {
+                        wait = wait.min(group_ends.saturating_duration_since(Instant::now()));
                     }
-                    received += batch.len();
+                    let ended = match done_rx.recv_timeout(wait) {
+                        Ok(f) => {
+                            if group.is_empty() {
+                                group_ends = Instant::now() + GROUP_COMMIT_WINDOW;
+                            }
+                            received += 1;
+                            group.push(f);
+                            false
+                        }
+                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => false,
+                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => true,
+                    };
+                    let due = !group.is_empty()
+                        && (ended
+                            || group.len() >= GROUP_COMMIT_MAX
+                            || Instant::now() >= group_ends);
+                    if !due {
+                        if ended {
+                            break;
+                        }
+                        continue;
+                    }
+                    let batch = std::mem::take(&mut group);
                     if write_error.is_some() {
+                        if ended {
+                            break;
+                        }
                         continue;
                     }
                     let dataset = !recorded.traces.is_empty();
@@ -1149,6 +1186,9 @@ impl RunPlan {
                             slim_for_summary(&mut held_case);
                             held.push((f.index, held_case));
                         }
+                    }
+                    if ended {
+                        break;
                     }
                 }
             });
