@@ -71,6 +71,7 @@
 
 mod error;
 mod http;
+mod lines;
 mod reply;
 mod shim;
 mod worker;

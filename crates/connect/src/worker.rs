@@ -1,15 +1,16 @@
 //! One worker process and the protocol spoken with it.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Gone, ReplyError};
+use crate::lines::{read_lines, BoundedLine, Read, StdoutLines};
 use crate::{reply, MAX_RESPONSE_BYTES};
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::RecvTimeoutError;
 use oloproof_core::context::ContextPassage;
 use oloproof_core::passage::{Passage, Retrieval};
 use oloproof_core::system::{SystemConnection, SystemInfo};
@@ -67,54 +68,6 @@ enum Incoming {
         shown: String,
     },
     Eof,
-}
-
-/// One line read by [`read_lines`]: at most `max` of its bytes, and its full length.
-struct BoundedLine {
-    kept: Vec<u8>,
-    len: usize,
-}
-
-/// Reads `\n`-terminated lines from `input`, keeping at most `max` bytes of each (the rest is
-/// read and dropped, so a line of any length costs at most `max` bytes of memory), until end of
-/// file or a read error, or until `each` returns `false`. A last line without its `\n` counts.
-fn read_lines(input: impl std::io::Read, max: usize, mut each: impl FnMut(BoundedLine) -> bool) {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut kept = Vec::new();
-    let mut len = 0usize;
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        };
-        if buf.is_empty() {
-            if len > 0 {
-                each(BoundedLine { kept, len });
-            }
-            return;
-        }
-        let newline = buf.iter().position(|&b| b == b'\n');
-        let chunk = &buf[..newline.unwrap_or(buf.len())];
-        let room = max.saturating_sub(kept.len());
-        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        len += chunk.len();
-        let consumed = newline.map_or(buf.len(), |i| i + 1);
-        reader.consume(consumed);
-        if newline.is_some() {
-            if kept.last() == Some(&b'\r') && kept.len() == len {
-                kept.pop();
-                len -= 1;
-            }
-            let line = BoundedLine {
-                kept: std::mem::take(&mut kept),
-                len: std::mem::take(&mut len),
-            };
-            if !each(line) {
-                return;
-            }
-        }
-    }
 }
 
 /// What the stdout reader hands over for one line.
@@ -185,7 +138,7 @@ impl Unread {
 struct Process {
     child: Child,
     stdin: ChildStdin,
-    stdout: Receiver<Incoming>,
+    stdout: StdoutLines,
     stderr: Arc<Mutex<VecDeque<String>>>,
     stderr_unread: Arc<Mutex<Unread>>,
 }
@@ -274,13 +227,7 @@ impl WorkerConnection {
             .stderr
             .take()
             .ok_or_else(|| stage_error("hello", ErrorKind::Spawn, "no stderr"))?;
-        let (tx, rx) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            read_lines(stdout, MAX_RESPONSE_BYTES, |line| {
-                tx.send(incoming(line)).is_ok()
-            });
-            let _ = tx.send(Incoming::Eof);
-        });
+        let stdout = StdoutLines::new(stdout, MAX_RESPONSE_BYTES);
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let unread = Arc::new(Mutex::new(Unread::default()));
         {
@@ -307,7 +254,7 @@ impl WorkerConnection {
         Ok(Process {
             child,
             stdin,
-            stdout: rx,
+            stdout,
             stderr: tail,
             stderr_unread: unread,
         })
@@ -445,8 +392,11 @@ impl WorkerConnection {
         let deadline = Instant::now() + self.options.timeout;
         loop {
             let p = self.process.as_mut().expect("process is live");
-            let wait = deadline.saturating_duration_since(Instant::now());
-            match p.stdout.recv_timeout(wait) {
+            let got = p.stdout.next_until(deadline).map(|read| match read {
+                Read::Line(line) => incoming(line),
+                Read::Eof => Incoming::Eof,
+            });
+            match got {
                 Ok(Incoming::Line(text)) => {
                     if text.trim().is_empty() {
                         continue;
