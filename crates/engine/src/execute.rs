@@ -88,6 +88,9 @@ pub struct CaseMode<'a> {
     /// says `no_rerank` or the system has none. Otherwise `recorded` goes to context assembly
     /// as it is.
     pub rerank_recorded: bool,
+    /// The case's [`execution_key`], when the caller computed it already (the runner, which
+    /// also keys the case's judgments with it); computed here otherwise.
+    pub execution_key: Option<&'a str>,
 }
 
 /// The prefix of an intervention's `reranker` that names a judge of `judges:` (a local
@@ -242,7 +245,10 @@ fn execute_stages(
     cache: &CacheReader<'_>,
     mode: CaseMode<'_>,
 ) -> (Trace, Vec<CacheWrite>) {
-    let exec_key = execution_key(system, case);
+    let exec_key = match mode.execution_key {
+        Some(key) => key.to_string(),
+        None => execution_key(system, case),
+    };
     let cached = if mode.intervention.is_none() {
         cache.get(layer::EXECUTION, &exec_key)
     } else {

@@ -44,6 +44,10 @@ use crate::EngineError;
 
 /// Longest a finished case waits for others to share its commit.
 pub const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(20);
+/// Longest the cache entries of committed cases wait to be written.
+const CACHE_FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Most cache entries waiting to be written.
+const CACHE_FLUSH_MAX: usize = 20_000;
 /// Longest a worker's cache lookups share one read snapshot.
 const SNAPSHOT_SPAN: Duration = Duration::from_millis(500);
 /// Most cases in one commit.
@@ -585,7 +589,7 @@ struct Finished {
 fn judge(
     evaluators: &[Box<dyn Evaluator>],
     keys: &JudgmentKeys,
-    system: &SystemSettings,
+    exec: &str,
     case: &Case,
     trace: &Trace,
     cache: &CacheReader<'_>,
@@ -601,11 +605,10 @@ fn judge(
             .map(|e| crate::evaluators::evaluate(e.as_ref(), case, trace, Some(env)))
             .collect();
     }
-    let exec = execution_key(system, case);
     let content = trace_content(trace);
     evaluators
         .iter()
-        .zip(keys.for_case(case, &exec, &content))
+        .zip(keys.for_case(case, exec, &content))
         .map(|(e, key)| {
             if !e.judgment_cacheable() {
                 // It reads the run's measurements, which the key does not hold.
@@ -963,6 +966,7 @@ impl RunPlan {
                                     }
                                 });
                             }
+                            let exec = execution_key(&settings.system, &case);
                             let (trace, mut writes) = if exhausted {
                                 (abandoned(&case.id, attempt, schedule.max_attempts), Vec::new())
                             } else {
@@ -979,6 +983,7 @@ impl RunPlan {
                                         count_tokens_of: token_fields,
                                         raw_query,
                                         rerank_recorded: recorded.rerank,
+                                        execution_key: Some(&exec),
                                     },
                                 )
                             };
@@ -991,7 +996,7 @@ impl RunPlan {
                             let verdicts = judge(
                                 evaluators,
                                 judgment_keys,
-                                &settings.system,
+                                &exec,
                                 &case,
                                 &trace,
                                 &cache,
@@ -1037,6 +1042,13 @@ impl RunPlan {
                 // that window.
                 let mut group: Vec<Finished> = Vec::new();
                 let mut group_ends = Instant::now();
+                // Cache entries of committed cases, written together every CACHE_FLUSH_EVERY:
+                // their keys are hashes, so each entry lands on its own page of the cache's
+                // index, and writing them with every group commit rewrote most of that index
+                // each time. A kill loses at most that long of entries, never a result (the
+                // next run computes them again).
+                let mut unflushed: Vec<CacheWrite> = Vec::new();
+                let mut flush_due = Instant::now() + CACHE_FLUSH_EVERY;
                 loop {
                     // Keep the queue fed. An empty claim closes the queue (and the workers end)
                     // once no case is pending but ours; while others hold cases, it is retried.
@@ -1109,7 +1121,7 @@ impl RunPlan {
                         }
                         continue;
                     }
-                    let batch = std::mem::take(&mut group);
+                    let mut batch = std::mem::take(&mut group);
                     if write_error.is_some() {
                         if ended {
                             break;
@@ -1128,7 +1140,7 @@ impl RunPlan {
                             trace: &f.trace,
                             verdicts: &f.verdicts,
                             cache_use: *cache_use,
-                            cache: &f.writes,
+                            cache: &[],
                         })
                         .collect();
                     let written = match store.complete_cases(run_id, &schedule.worker, &results) {
@@ -1140,6 +1152,19 @@ impl RunPlan {
                         }
                     };
                     drop(results);
+                    for (f, written) in batch.iter_mut().zip(&written) {
+                        if *written {
+                            unflushed.append(&mut f.writes);
+                        }
+                    }
+                    if unflushed.len() >= CACHE_FLUSH_MAX || Instant::now() >= flush_due {
+                        if let Err(e) = store.put_cache_entries(&unflushed) {
+                            store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            write_error = Some(e.into());
+                        }
+                        unflushed.clear();
+                        flush_due = Instant::now() + CACHE_FLUSH_EVERY;
+                    }
                     for ((f, cache_use), written) in batch.iter().zip(&uses).zip(&written) {
                         if !written {
                             // Our lease was lost (it expired and another worker claimed the
@@ -1189,6 +1214,11 @@ impl RunPlan {
                     }
                     if ended {
                         break;
+                    }
+                }
+                if !unflushed.is_empty() && write_error.is_none() {
+                    if let Err(e) = store.put_cache_entries(&unflushed) {
+                        write_error = Some(e.into());
                     }
                 }
             });
