@@ -1035,8 +1035,14 @@ impl RunPlan {
                 let mut retry_in = Duration::from_millis(100).min(poll);
                 let mut next_claim = Instant::now();
                 // Claim the next batch while the workers still have this many cases queued, so
-                // they never wait for a claim (nor for a group commit to end before one).
-                let low_water = schedule.batch.max(workers);
+                // they never wait for a claim (nor for a group commit to end before one). A run
+                // shared with other processes keeps fewer in hand: cases queued here at the end
+                // are cases the others cannot take.
+                let low_water = if schedule.shared {
+                    workers * 2
+                } else {
+                    schedule.batch.max(workers)
+                };
                 // The open group commit: cases finishing within GROUP_COMMIT_WINDOW of the first
                 // share one transaction. Each case stays all-or-nothing; a kill loses at most
                 // that window.
