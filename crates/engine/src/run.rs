@@ -48,6 +48,8 @@ pub const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(20);
 const CACHE_FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Most cache entries waiting to be written.
 const CACHE_FLUSH_MAX: usize = 20_000;
+/// Most bytes of cache entries (keys and values) waiting to be written.
+const CACHE_FLUSH_MAX_BYTES: usize = 32 << 20;
 /// Longest a worker's cache lookups share one read snapshot.
 const SNAPSHOT_SPAN: Duration = Duration::from_millis(500);
 /// Most cases in one commit.
@@ -1054,6 +1056,7 @@ impl RunPlan {
                 // each time. A kill loses at most that long of entries, never a result (the
                 // next run computes them again).
                 let mut unflushed: Vec<CacheWrite> = Vec::new();
+                let mut unflushed_bytes = 0usize;
                 let mut flush_due = Instant::now() + CACHE_FLUSH_EVERY;
                 loop {
                     // Keep the queue fed. An empty claim closes the queue (and the workers end)
@@ -1160,15 +1163,24 @@ impl RunPlan {
                     drop(results);
                     for (f, written) in batch.iter_mut().zip(&written) {
                         if *written {
+                            unflushed_bytes += f
+                                .writes
+                                .iter()
+                                .map(|(_, k, v)| k.len() + v.len())
+                                .sum::<usize>();
                             unflushed.append(&mut f.writes);
                         }
                     }
-                    if unflushed.len() >= CACHE_FLUSH_MAX || Instant::now() >= flush_due {
+                    if unflushed.len() >= CACHE_FLUSH_MAX
+                        || unflushed_bytes >= CACHE_FLUSH_MAX_BYTES
+                        || Instant::now() >= flush_due
+                    {
                         if let Err(e) = store.put_cache_entries(&unflushed) {
                             store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
                             write_error = Some(e.into());
                         }
                         unflushed.clear();
+                        unflushed_bytes = 0;
                         flush_due = Instant::now() + CACHE_FLUSH_EVERY;
                     }
                     for ((f, cache_use), written) in batch.iter().zip(&uses).zip(&written) {
