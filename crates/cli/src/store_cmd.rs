@@ -1,13 +1,16 @@
 //! `oloproof store copy SRC DST`: runs moved between stores (a local SQLite run published to
 //! the team's Postgres, a Postgres run taken home), with their cases, verdicts, diagnoses,
-//! comparisons and calibrations as they are stored; `--with-cache` copies the caches too.
+//! comparisons and calibrations as they are stored; `--with-cache` copies the caches too, and
+//! `--with-collected` the OTLP requests `oloproof collect` recorded (bodies byte for byte, in
+//! arrival order).
 //!
-//! A run already in DST (same id) is left as it is there.
+//! A run already in DST (same id) is left as it is there; so is a collected request DST
+//! already holds (the same arrival time and body), so copying twice adds nothing.
 
 use std::io::Write;
 
 use clap::{Args, Subcommand};
-use oloproof_core::store::{RunId, StoreLocation};
+use oloproof_core::store::{CollectedRequest, RunId, StoreLocation};
 
 use crate::commands::CliError;
 use crate::exit_codes;
@@ -42,6 +45,10 @@ pub(crate) struct CopyArgs {
     /// Copy the caches as well (executions, stages, judgments), so DST re-uses them.
     #[arg(long)]
     pub(crate) with_cache: bool,
+    /// Copy the OTLP requests `oloproof collect` recorded as well, after those DST holds
+    /// (a request DST already has is not copied again).
+    #[arg(long)]
+    pub(crate) with_collected: bool,
 }
 
 fn location(value: &str) -> Result<StoreLocation, CliError> {
@@ -127,10 +134,16 @@ fn copy(args: CopyArgs) -> Result<u8, CliError> {
             to.put_cache_entries(&page)?;
         }
     }
+    let collected = if args.with_collected {
+        let (added, held) = copy_collected(from.as_ref(), to.as_mut())?;
+        format!("; {added} collected requests ({held} already there)")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
         "{copied} runs copied to {dst} ({present} already there); {} diagnoses, {} comparisons, \
-         {} calibrations{}",
+         {} calibrations{}{collected}",
         diagnoses.len(),
         comparisons.len(),
         calibrations.len(),
@@ -141,4 +154,45 @@ fn copy(args: CopyArgs) -> Result<u8, CliError> {
         }
     )?;
     Ok(exit_codes::SUCCESS)
+}
+
+/// Requests read or written per page.
+const COLLECTED_PAGE: usize = 500;
+
+/// Appends the collected requests of `from` that `to` lacks to `to`, in arrival order (each
+/// gets `to`'s next sequence number); a request is the same as one `to` holds when its arrival
+/// time and body are. Returns how many were added and how many of `from`'s `to` held already.
+fn copy_collected(
+    from: &dyn oloproof_core::store::Store,
+    to: &mut dyn oloproof_core::store::Store,
+) -> Result<(usize, usize), CliError> {
+    use oloproof_core::identity::sha256_hex;
+    let identity = |r: &CollectedRequest| (r.received_ms, sha256_hex(&r.body));
+    let mut held = std::collections::HashSet::new();
+    let mut after = 0;
+    loop {
+        let page = to.collected_page(after, COLLECTED_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        held.extend(page.iter().map(identity));
+    }
+    let (mut added, mut present) = (0usize, 0usize);
+    let mut after = 0;
+    loop {
+        let page = from.collected_page(after, COLLECTED_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let read = page.len();
+        let fresh: Vec<CollectedRequest> = page
+            .into_iter()
+            .filter(|r| !held.contains(&identity(r)))
+            .map(|r| CollectedRequest { seq: 0, ..r })
+            .collect();
+        present += read - fresh.len();
+        added += fresh.len();
+        if !fresh.is_empty() {
+            to.append_collected(&fresh)?;
+        }
+    }
+    Ok((added, present))
 }
