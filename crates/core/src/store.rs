@@ -444,8 +444,6 @@ pub struct CaseResult<'a> {
     pub verdicts: &'a [CriterionVerdict],
     /// The cache lookups this case made (summed over workers for a run's summary).
     pub cache_use: CacheCounts,
-    /// Cache entries to add with it.
-    pub cache: &'a [CacheEntry],
 }
 
 /// A stored diagnosis or comparison: its content-addressed id and canonical content.
@@ -513,8 +511,9 @@ pub trait RunStore: Send {
     fn heartbeat(&mut self, run_id: &RunId, worker: &WorkerId, lease: Duration)
         -> StoreResult<u64>;
 
-    /// Writes finished cases in one transaction (each case all-or-nothing: trace, verdicts,
-    /// cache entries). A case is written only if it is pending under `attempt` and `worker`
+    /// Writes finished cases in one transaction (each case all-or-nothing: trace and
+    /// verdicts; their new cache entries go through
+    /// [`CacheStore::put_cache_entries`]). A case is written only if it is pending under `attempt` and `worker`
     /// holds its lease; returns, per case, whether it was written. Re-sending a result that was
     /// already written (a retry after a lost connection) returns `true` again and writes
     /// nothing twice.

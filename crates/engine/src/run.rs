@@ -1021,6 +1021,10 @@ impl RunPlan {
                             if done_tx.send(finished).is_err() {
                                 return;
                             }
+                            if job_rx.is_empty() {
+                                // Not held while waiting for the next case.
+                                snapshot = None;
+                            }
                         }
                     });
                 }
@@ -1149,7 +1153,6 @@ impl RunPlan {
                             trace: &f.trace,
                             verdicts: &f.verdicts,
                             cache_use: *cache_use,
-                            cache: &[],
                         })
                         .collect();
                     let written = match store.complete_cases(run_id, &schedule.worker, &results) {

@@ -608,9 +608,8 @@ impl RunStore for PgStore {
         results: &[CaseResult<'_>],
     ) -> StoreResult<Vec<bool>> {
         let encoded = crate::encode_results(results)?;
-        let now = now_ms();
         // The batch as columns: every statement below takes whole arrays (`unnest`), so a
-        // batch costs four round trips whatever its size, not nine a case.
+        // batch costs at most three round trips whatever its size, not nine a case.
         let case_ids: Vec<&str> = results.iter().map(|r| r.case_id).collect();
         let attempts: Vec<i64> = results.iter().map(|r| r.attempt).collect();
         let traces: Vec<&str> = encoded.iter().map(|e| e.trace_json.as_str()).collect();
@@ -653,13 +652,11 @@ impl RunStore for PgStore {
                     already.insert(r.try_get::<_, String>(0)?);
                 }
             }
-            // Verdicts and cache entries of the cases this call recorded, in one statement
-            // each; a (case, criterion) pair written twice in a batch keeps the last verdict,
+            // Verdicts of the cases this call recorded, in one statement; a (case, criterion) pair written twice in a batch keeps the last verdict,
             // as row-by-row upserts did.
             let mut verdict_at: std::collections::HashMap<(&str, &str), usize> =
                 std::collections::HashMap::new();
             let (mut v_case, mut v_criterion, mut v_json) = (Vec::new(), Vec::new(), Vec::new());
-            let (mut k_layer, mut k_key, mut k_value) = (Vec::new(), Vec::new(), Vec::new());
             for (result, enc) in results.iter().zip(&encoded) {
                 if !updated.contains(result.case_id) {
                     continue;
@@ -675,11 +672,6 @@ impl RunStore for PgStore {
                         }
                     }
                 }
-                for (layer, key, value) in result.cache {
-                    k_layer.push(layer.as_str());
-                    k_key.push(key.as_str());
-                    k_value.push(value.as_str());
-                }
             }
             if !v_case.is_empty() {
                 tx.execute(
@@ -688,15 +680,6 @@ impl RunStore for PgStore {
                        FROM unnest($2::text[], $3::text[], $4::text[]) AS u(case_id, criterion, verdict_json)
                      ON CONFLICT (run_id, case_id, criterion) DO UPDATE SET verdict_json = EXCLUDED.verdict_json",
                     &[&run_id.as_str(), &v_case, &v_criterion, &v_json],
-                )?;
-            }
-            if !k_key.is_empty() {
-                tx.execute(
-                    "INSERT INTO cache(layer, key, value, created_ms)
-                     SELECT u.layer, u.key, u.value, $4
-                       FROM unnest($1::text[], $2::text[], $3::text[]) AS u(layer, key, value)
-                     ON CONFLICT (layer, key) DO NOTHING",
-                    &[&k_layer, &k_key, &k_value, &now],
                 )?;
             }
             tx.commit()?;

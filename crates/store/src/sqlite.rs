@@ -425,10 +425,6 @@ impl RunStore for SqliteStore {
                     "INSERT OR REPLACE INTO verdicts(run_id, case_id, criterion, verdict_json) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(e)?;
-            let mut cache = tx
-                .prepare_cached("INSERT OR IGNORE INTO cache(layer, key, value, created_ms) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(e)?;
-            let now = now_ms();
             for (result, enc) in results.iter().zip(&encoded) {
                 let updated = update
                     .execute(params![
@@ -456,11 +452,6 @@ impl RunStore for SqliteStore {
                 for (criterion, json) in &enc.verdicts {
                     verdict
                         .execute(params![run_id.as_str(), result.case_id, criterion, json])
-                        .map_err(e)?;
-                }
-                for (layer, key, value) in result.cache {
-                    cache
-                        .execute(params![layer.as_str(), key, value, now])
                         .map_err(e)?;
                 }
             }

@@ -216,7 +216,6 @@ fn result<'a>(
             execution: HitMiss { hit: 0, miss: 1 },
             ..CacheCounts::default()
         },
-        cache: &[],
     }
 }
 
@@ -263,17 +262,15 @@ fn completion_is_guarded_by_attempt_and_holder(b: &Backend) {
     assert!(s.verdicts(&run).unwrap().is_empty());
     // The holder of the current attempt writes; sending it again (a retried commit) is
     // recognised and writes nothing twice.
-    let cache = [(CacheLayer::Execution, "k1".to_string(), "v1".to_string())];
-    let mut r = result("c000", c.attempt, &trace, &verdicts);
-    r.cache = &cache;
-    assert_eq!(s.complete_cases(&run, &w1, &[r.clone()]).unwrap(), [true]);
+    let r = result("c000", c.attempt, &trace, &verdicts);
+    assert_eq!(
+        s.complete_cases(&run, &w1, std::slice::from_ref(&r))
+            .unwrap(),
+        [true]
+    );
     assert_eq!(s.complete_cases(&run, &w1, &[r]).unwrap(), [true]);
     assert_eq!(s.run(&run).unwrap().done_count, 1);
     assert_eq!(s.verdicts(&run).unwrap().len(), 1);
-    assert_eq!(
-        s.cache_get(CacheLayer::Execution, "k1").unwrap().as_deref(),
-        Some("v1")
-    );
     let rows = s.cases(&run).unwrap();
     assert_eq!(rows[0].state, CaseState::Done);
     assert_eq!(
