@@ -698,7 +698,9 @@ impl Schedule {
         Schedule {
             worker: WorkerId::generate(),
             lease: Duration::from_secs_f64(settings.timeout_s * 3.0 + 60.0),
-            batch: (settings.workers * 8).clamp(64, 200),
+            // The only process on the run: a whole group commit's worth per claim, so the
+            // queue outlasts the commit being written and the claims' own cost is spread.
+            batch: GROUP_COMMIT_MAX,
             respect_leases: false,
             max_attempts: None,
             shared: false,
@@ -710,9 +712,15 @@ impl Schedule {
     /// `oloproof worker` processes that joined it are respected; on a Postgres store, where
     /// workers may join, the run is shared (its summary counts every worker's cases).
     pub(crate) fn new_run(settings: &RunSettings, location: &StoreLocation) -> Self {
+        let shared = matches!(location, StoreLocation::Postgres(_));
         Schedule {
             respect_leases: true,
-            shared: matches!(location, StoreLocation::Postgres(_)),
+            shared,
+            // Shared: small claims, so no process holds cases the others could take.
+            batch: match shared {
+                true => (settings.workers * 8).clamp(64, 200),
+                false => GROUP_COMMIT_MAX,
+            },
             ..Self::single(settings)
         }
     }
@@ -866,7 +874,12 @@ impl RunPlan {
         let token_fields = &token_fields;
         let raw_query = recorded.raw_query || evaluators.iter().any(|e| e.reads_raw_query());
         let whole_run = pending == total && !schedule.shared;
-        let mut held: Vec<(usize, LoadedCase)> = Vec::new();
+        // Placed at their order in the run as they commit (no sort of large records at the end).
+        let mut held: Vec<Option<LoadedCase>> = Vec::new();
+        if whole_run {
+            held.resize_with(total as usize, || None);
+        }
+        let mut held_count = 0u64;
         let mut counts = CacheCounts::default();
         let mut errors = 0u64;
         let mut missing = 0u64;
@@ -1230,7 +1243,13 @@ impl RunPlan {
                             verdicts.sort_by(|a, b| a.criterion.cmp(&b.criterion));
                             let mut held_case = (f.case, Some(f.trace), verdicts);
                             slim_for_summary(&mut held_case);
-                            held.push((f.index, held_case));
+                            // An order outside the run (never, for a run created whole) only
+                            // means the summary reads the run back.
+                            if let Some(slot) = held.get_mut(f.index) {
+                                if slot.replace(held_case).is_none() {
+                                    held_count += 1;
+                                }
+                            }
                         }
                     }
                     if ended {
@@ -1253,8 +1272,7 @@ impl RunPlan {
         // in the store's case order, exactly as `summarize_stored` would read it back (a test
         // compares the two). Otherwise (a resumed run, a cost cap that left cases pending, a
         // run shared with other workers) read the run back.
-        let mut summary = if whole_run && held.len() as u64 == total {
-            held.sort_by_key(|(index, _)| *index);
+        let mut summary = if whole_run && held_count == total {
             let run = LoadedRun {
                 record,
                 settings: settings.clone(),
@@ -1262,9 +1280,13 @@ impl RunPlan {
                     .iter()
                     .map(|e| (e.criterion().to_string(), e.kind()))
                     .collect(),
-                cases: held.into_iter().map(|(_, c)| c).collect(),
+                cases: held.into_iter().flatten().collect(),
             };
-            summarize_run(&run, counts)?
+            let summary = summarize_run(&run, counts)?;
+            // Freeing ten thousand traces takes tens of milliseconds the caller need not wait
+            // for: they are dropped on a thread of their own.
+            std::thread::spawn(move || drop(run));
+            summary
         } else {
             drop(held);
             // Shared: the cache use of every worker, as recorded with each case.

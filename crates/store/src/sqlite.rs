@@ -160,11 +160,14 @@ impl SqliteStore {
         let path = self.path.clone();
         let e = |source| backend(&path, source);
         self.conn.busy_timeout(busy_timeout()?).map_err(e)?;
+        // Temporary tables and statement journals (a multi-row claim keeps one) in memory, not
+        // in a temporary file opened for each statement.
         self.conn
             .execute_batch(
                 "PRAGMA journal_mode=WAL;
                  PRAGMA synchronous=NORMAL;
                  PRAGMA mmap_size=268435456;
+                 PRAGMA temp_store=MEMORY;
                  CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
             )
             .map_err(e)?;
