@@ -124,17 +124,22 @@ def _passage_from_wire(obj, where, with_position=False):
     return p
 
 
+#: What ``_check_accepts`` found, by function and keyword names: reading a signature costs
+#: more than most retrievals, and a pipeline calls ``retrieve`` several times a case.
+_ACCEPTS = {}
+
+
 def _check_accepts(method, kwargs, name):
     """Raise a clear error when ``method`` cannot take the keyword arguments the host sends."""
-    import inspect
-
+    key = (getattr(method, "__func__", method), tuple(kwargs))
     try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return
-    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    missing = [k for k in kwargs if k not in params]
+        missing = _ACCEPTS.get(key)
+    except TypeError:  # pragma: no cover - an unhashable callable
+        key, missing = None, None
+    if missing is None:
+        missing = _missing_keywords(method, kwargs)
+        if key is not None:
+            _ACCEPTS[key] = missing
     if missing:
         hint = {
             "query": "a system with rewrite() receives each query as query=",
@@ -146,6 +151,20 @@ def _check_accepts(method, kwargs, name):
             "%s() takes no %s argument (%s)"
             % (name, ", ".join(missing), "; ".join(hint[k] for k in missing)),
         )
+
+
+def _missing_keywords(method, kwargs):
+    """The names in ``kwargs`` that ``method``'s signature does not take (none when it takes
+    ``**kwargs`` or has no signature to read)."""
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return []
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    return [k for k in kwargs if k not in params]
 
 
 def _filter_to_wire(f, where):
@@ -246,6 +265,12 @@ class Worker:
             if not self.ready:
                 raise WorkerError("ProtocolError", "the first request must be 'hello'")
             return self.op_rerank(req)
+        if op == "retrieve_batch":
+            if self.startup_error is not None:
+                raise _StartupFailure(self.startup_error)
+            if not self.ready:
+                raise WorkerError("ProtocolError", "the first request must be 'hello'")
+            return self.op_retrieve_batch(req)
         if op in STAGES:
             if self.startup_error is not None:
                 raise _StartupFailure(self.startup_error)
@@ -293,6 +318,8 @@ class Worker:
             "defaults": info["defaults"],
             "ops": [op for op in OPS + STAGES if callable(getattr(self.instance, op, None))],
         }
+        if "retrieve" in hello["ops"]:
+            hello["ops"].append("retrieve_batch")
         if info["lanes"]:
             hello["lanes"] = info["lanes"]
         return hello
@@ -375,6 +402,30 @@ class Worker:
         }
         wire.update(extra)
         return wire
+
+    def op_retrieve_batch(self, req):
+        """Several ``retrieve`` calls of one case (its queries × lanes) in one request: the
+        input and depth once, one ``{query, lane, skip_filters}`` per call. Each call is made
+        in order and answered in its own entry, ``{"ok": reply}`` or ``{"error": {...}}``,
+        with the milliseconds it took (``elapsed_ms``); a failing call does not stop the
+        others."""
+        input_ = _require(req, "input", dict, "an object")
+        calls = _require(req, "calls", list, "an array")
+        results = []
+        for i, call in enumerate(calls):
+            if not isinstance(call, dict):
+                raise WorkerError("ProtocolError", "calls[%d] must be an object" % i)
+            one = dict(call, input=input_)
+            if "depth" in req:
+                one["depth"] = req["depth"]
+            started = time.perf_counter()
+            try:
+                entry = {"ok": self.op_retrieve(one)}
+            except Exception as exc:  # noqa: BLE001 - reported as this call's error
+                entry = {"error": _error_from_exception(exc)}
+            entry["elapsed_ms"] = (time.perf_counter() - started) * 1e3
+            results.append(entry)
+        return {"results": results}
 
     def op_stage_rewrite(self, req):
         """``rewrite(input)`` → a list of queries (or ``{"queries": [...], "usage": {...}}``)."""

@@ -46,6 +46,14 @@ pub(crate) enum ReplyError {
         /// The reply, as received.
         reply: String,
     },
+    /// A `retrieve_batch` reply that is not one result per call.
+    #[error("bad retrieve_batch reply ({reason}): {}", excerpt(.reply, 300))]
+    RetrieveBatch {
+        /// What is wrong with it.
+        reason: String,
+        /// The reply, or the entry, as received.
+        reply: String,
+    },
     /// A `rerank` reply without a list of passages under `candidates`.
     #[error("bad rerank reply: {}", excerpt(.reply, 300))]
     Rerank {

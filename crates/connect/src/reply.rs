@@ -3,6 +3,7 @@
 
 use crate::error::ReplyError;
 use oloproof_core::passage::{Passage, Retrieval};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 /// At most `max` characters of `s`, with `…` when cut.
@@ -16,13 +17,104 @@ pub(crate) fn excerpt(s: &str, max: usize) -> String {
 
 /// A `retrieve` reply, cut to `depth` candidates.
 pub(crate) fn retrieval(reply: Value, depth: usize) -> Result<Retrieval, ReplyError> {
-    let mut r: Retrieval =
-        serde_json::from_value(reply.clone()).map_err(|source| ReplyError::Retrieve {
-            reply: reply.to_string(),
-            source,
-        })?;
+    retrieval_of(&reply, depth)
+}
+
+fn retrieval_of(reply: &Value, depth: usize) -> Result<Retrieval, ReplyError> {
+    // Read from the reference: the reply is kept whole only for the error message.
+    let mut r = Retrieval::deserialize(reply).map_err(|source| ReplyError::Retrieve {
+        reply: reply.to_string(),
+        source,
+    })?;
     r.candidates.truncate(depth);
     Ok(r)
+}
+
+/// A `retrieve_batch` request: the case's input and depth once, then one `{query, lane}` per
+/// call (either may be absent), and `skip_filters` when any call asks for it.
+pub(crate) fn retrieve_batch_request(
+    input: &Map<String, Value>,
+    depth: usize,
+    requests: &[oloproof_core::system::RetrieveRequest<'_>],
+) -> Value {
+    let calls: Vec<Value> = requests
+        .iter()
+        .map(|r| {
+            let mut call = Map::new();
+            if let Some(q) = r.query {
+                call.insert("query".into(), json!(q));
+            }
+            if let Some(l) = r.lane {
+                call.insert("lane".into(), json!(l));
+            }
+            if r.skip_filters {
+                call.insert("skip_filters".into(), json!(true));
+            }
+            Value::Object(call)
+        })
+        .collect();
+    json!({"input": input, "depth": depth, "calls": calls})
+}
+
+/// One entry of a `retrieve_batch` reply.
+#[derive(Debug)]
+pub(crate) enum BatchEntry {
+    /// The call's retrieval (cut to `depth`) and the milliseconds the worker measured.
+    Retrieved(Retrieval, f64),
+    /// The call raised: the protocol's error object (`type`, `message`, `traceback`).
+    Raised(Value),
+    /// The entry is out of protocol.
+    Bad(ReplyError),
+}
+
+/// A `retrieve_batch` reply: `{"results": [entry, …]}` with one entry per call, in order; an
+/// entry is `{"ok": <retrieve reply>, "elapsed_ms": n}` or `{"error": {…}, "elapsed_ms": n}`.
+/// A reply without one entry per call is an error of the whole exchange; a malformed entry is
+/// an error of its call only.
+pub(crate) fn retrieve_batch(
+    reply: Value,
+    calls: usize,
+    depth: usize,
+) -> Result<Vec<BatchEntry>, ReplyError> {
+    let whole = |reason: String| ReplyError::RetrieveBatch {
+        reason,
+        reply: reply.to_string(),
+    };
+    let Some(results) = reply.get("results").and_then(Value::as_array) else {
+        return Err(whole("no `results` array".into()));
+    };
+    if results.len() != calls {
+        return Err(whole(format!(
+            "{} results for {calls} calls; `results` has one entry per call, in order",
+            results.len()
+        )));
+    }
+    Ok(results
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let bad = |reason: &str| {
+                BatchEntry::Bad(ReplyError::RetrieveBatch {
+                    reason: format!("`results[{i}]`: {reason}"),
+                    reply: entry.to_string(),
+                })
+            };
+            let Some(elapsed) = entry.get("elapsed_ms").and_then(Value::as_f64) else {
+                return bad("no `elapsed_ms` (the call's milliseconds, a number)");
+            };
+            if !(elapsed.is_finite() && elapsed >= 0.0) {
+                return bad("`elapsed_ms` must be a non-negative number");
+            }
+            match (entry.get("ok"), entry.get("error")) {
+                (Some(ok), None) => match retrieval_of(ok, depth) {
+                    Ok(r) => BatchEntry::Retrieved(r, elapsed),
+                    Err(e) => BatchEntry::Bad(e),
+                },
+                (None, Some(err)) => BatchEntry::Raised(err.clone()),
+                _ => bad("exactly one of `ok` and `error`"),
+            }
+        })
+        .collect())
 }
 
 /// A `count_tokens` reply: one non-negative integer per passage.

@@ -13,7 +13,7 @@ use crate::{reply, MAX_RESPONSE_BYTES};
 use crossbeam_channel::RecvTimeoutError;
 use oloproof_core::context::ContextPassage;
 use oloproof_core::passage::{Passage, Retrieval};
-use oloproof_core::system::{SystemConnection, SystemInfo};
+use oloproof_core::system::{SystemConnection, SystemInfo, TimedRetrieval};
 use oloproof_core::trace::{ErrorKind, StageError};
 use serde_json::{json, Map, Value};
 
@@ -524,15 +524,7 @@ impl WorkerConnection {
             return Ok(ok.clone());
         }
         if let Some(err) = value.get("error") {
-            let field = |k: &str| err.get(k).and_then(Value::as_str).map(str::to_string);
-            return Err(StageError {
-                stage: op.to_string(),
-                kind: ErrorKind::Raised,
-                error_type: field("type"),
-                message: field("message").unwrap_or_else(|| err.to_string()),
-                traceback: field("traceback"),
-                stderr_tail: Vec::new(),
-            });
+            return Err(raised(op, err));
         }
         Err(self.protocol_error(
             op,
@@ -541,6 +533,19 @@ impl WorkerConnection {
                 truncate(&value.to_string(), 200)
             ),
         ))
+    }
+}
+
+/// The error a worker reported for `op` (the protocol's `{type, message, traceback}`).
+fn raised(op: &str, err: &Value) -> StageError {
+    let field = |k: &str| err.get(k).and_then(Value::as_str).map(str::to_string);
+    StageError {
+        stage: op.to_string(),
+        kind: ErrorKind::Raised,
+        error_type: field("type"),
+        message: field("message").unwrap_or_else(|| err.to_string()),
+        traceback: field("traceback"),
+        stderr_tail: Vec::new(),
     }
 }
 
@@ -609,6 +614,44 @@ impl SystemConnection for WorkerConnection {
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
         reply::retrieval(reply, depth).map_err(|e| self.reply_error("retrieve", e))
+    }
+
+    fn retrieve_batch(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        requests: &[oloproof_core::system::RetrieveRequest<'_>],
+    ) -> Result<Vec<Result<TimedRetrieval, StageError>>, StageError> {
+        // One call, or a worker that did not declare the op: plain `retrieve` requests.
+        if requests.len() < 2 || !self.info.implements("retrieve_batch") {
+            return Ok(oloproof_core::system::retrieve_each(
+                self, input, depth, requests,
+            ));
+        }
+        let reply = self.request(
+            "retrieve_batch",
+            reply::retrieve_batch_request(input, depth, requests),
+        )?;
+        let entries = reply::retrieve_batch(reply, requests.len(), depth)
+            .map_err(|e| self.reply_error("retrieve", e))?;
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let r = match entry {
+                reply::BatchEntry::Retrieved(retrieval, latency_ms) => Ok(TimedRetrieval {
+                    retrieval,
+                    latency_ms,
+                }),
+                reply::BatchEntry::Raised(err) => Err(raised("retrieve", &err)),
+                reply::BatchEntry::Bad(e) => Err(self.reply_error("retrieve", e)),
+            };
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                // As with one request per call: the first failing call ends the case.
+                break;
+            }
+        }
+        Ok(out)
     }
 
     fn rewrite(

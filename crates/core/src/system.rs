@@ -49,6 +49,16 @@ pub struct RetrieveRequest<'a> {
     pub skip_filters: bool,
 }
 
+/// One call's retrieval and how long the system took for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedRetrieval {
+    /// What the call returned.
+    pub retrieval: Retrieval,
+    /// Milliseconds: measured by the host around a single request, or by the worker around
+    /// its own call inside a `retrieve_batch`.
+    pub latency_ms: f64,
+}
+
 /// What the `rewrite` stage returned.
 pub type RewriteReply = crate::pipeline::Rewrite;
 
@@ -94,6 +104,22 @@ pub trait SystemConnection: Send {
         let _ = request;
         self.retrieve(input, depth)
     }
+    /// Several `retrieve` calls of one case (its queries × lanes), in order: each call's
+    /// retrieval with its time in milliseconds, or its error. The list ends at the first
+    /// error (later calls are not reported); `Err` is a failure of the whole exchange (the
+    /// worker crashed, timed out or replied out of protocol), which stops every call.
+    ///
+    /// The default makes one `retrieve` per call, timed by the host, and stops at the first
+    /// error. A worker that declared `retrieve_batch` in its `hello` gets all of them in one
+    /// request, timed by the worker (docs/protocol.md).
+    fn retrieve_batch(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        requests: &[RetrieveRequest<'_>],
+    ) -> Result<Vec<Result<TimedRetrieval, StageError>>, StageError> {
+        Ok(retrieve_each(self, input, depth, requests))
+    }
     /// `rewrite(input)`: the queries to retrieve with.
     fn rewrite(&mut self, input: &Map<String, Value>) -> Result<RewriteReply, StageError> {
         let _ = input;
@@ -118,6 +144,31 @@ pub trait SystemConnection: Send {
         let _ = (input, lists);
         Err(not_implemented("fuse"))
     }
+}
+
+/// [`SystemConnection::retrieve_batch`] as one `retrieve` request per call, each timed by the
+/// host, stopping after the first error.
+pub fn retrieve_each<C: SystemConnection + ?Sized>(
+    conn: &mut C,
+    input: &Map<String, Value>,
+    depth: usize,
+    requests: &[RetrieveRequest<'_>],
+) -> Vec<Result<TimedRetrieval, StageError>> {
+    let mut out = Vec::with_capacity(requests.len());
+    for request in requests {
+        let started = std::time::Instant::now();
+        let r = conn.retrieve_with(input, depth, *request);
+        let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+        let failed = r.is_err();
+        out.push(r.map(|retrieval| TimedRetrieval {
+            retrieval,
+            latency_ms,
+        }));
+        if failed {
+            break;
+        }
+    }
+    out
 }
 
 /// The error of an optional op a connection does not speak.

@@ -109,36 +109,48 @@ pub(crate) fn retrieve_pipeline(
     };
     let mut calls = HitsMisses::default();
     let mut retrieve_ms: Option<f64> = None;
-    for query in &queries {
-        for lane in &lanes {
-            let request = RetrieveRequest {
+    let requests: Vec<RetrieveRequest<'_>> = queries
+        .iter()
+        .flat_map(|query| {
+            lanes.iter().map(move |lane| RetrieveRequest {
                 query: query.as_deref(),
                 lane: lane.as_deref(),
                 skip_filters,
-            };
-            let call = retrieve_call(system, case, source, cache, request, writes);
-            count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
-            pipeline.retrievals.push(call?);
-        }
+            })
+        })
+        .collect();
+    for call in retrieve_calls(system, case, source, cache, &requests, writes) {
+        count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
+        pipeline.retrievals.push(call?);
     }
     if raw_query && use_rewrite {
-        let mut raw_lists = Vec::new();
-        for lane in &lanes {
-            // A rewrite that kept the raw question already retrieved it through this lane.
-            let asked = pipeline.retrievals.iter().find(|r| {
+        // A rewrite that kept the raw question already retrieved it through a lane.
+        let asked = |lane: &Option<String>| {
+            pipeline.retrievals.iter().find(|r| {
                 r.query.as_deref() == Some(question.as_str())
                     && r.lane.as_deref() == lane.as_deref()
-            });
-            if let Some(asked) = asked {
-                raw_lists.push(asked.clone());
-                continue;
-            }
-            let request = RetrieveRequest {
+            })
+        };
+        let raw_requests: Vec<RetrieveRequest<'_>> = lanes
+            .iter()
+            .filter(|lane| asked(lane).is_none())
+            .map(|lane| RetrieveRequest {
                 query: Some(&question),
                 lane: lane.as_deref(),
                 skip_filters,
+            })
+            .collect();
+        let mut fetched =
+            retrieve_calls(system, case, source, cache, &raw_requests, writes).into_iter();
+        let mut raw_lists = Vec::new();
+        for lane in &lanes {
+            if let Some(asked) = asked(lane) {
+                raw_lists.push(asked.clone());
+                continue;
+            }
+            let Some(call) = fetched.next() else {
+                break;
             };
-            let call = retrieve_call(system, case, source, cache, request, writes);
             // Counted as a call, but not in the stage's time: the system under test does not
             // make it (only `rewrite_uplift` asks for it), so `latency` must not see it.
             let mut measured_ms = retrieve_ms;
@@ -348,36 +360,89 @@ pub(crate) fn rerank_replayed(
     Ok(retrieval)
 }
 
-/// One `retrieve` call behind its cache, its reply checked against the lane asked for.
-fn retrieve_call(
+/// The `retrieve` calls of one case behind their caches, in order, each reply checked against
+/// the lane asked for. The calls the caches do not hold go to the system together
+/// ([`SystemConnection::retrieve_batch`]: one request for a worker that declared
+/// `retrieve_batch`). The list ends at the first failed call, as the case does.
+fn retrieve_calls(
     system: &SystemSettings,
     case: &Case,
     source: &mut dyn ConnectionSource,
     cache: &CacheReader<'_>,
-    request: RetrieveRequest<'_>,
+    requests: &[RetrieveRequest<'_>],
     writes: &mut Vec<CacheWrite>,
-) -> Result<LaneRetrieval, StageError> {
-    let key = lane_retrieval_key(system, case, request);
-    let record = |retrieval: Retrieval, cached: bool, latency_ms: Option<f64>| LaneRetrieval {
+) -> Vec<Result<LaneRetrieval, StageError>> {
+    let record = |request: &RetrieveRequest<'_>,
+                  retrieval: Retrieval,
+                  cached: bool,
+                  latency_ms: Option<f64>| LaneRetrieval {
         lane: request.lane.map(str::to_string),
         query: request.query.map(str::to_string),
         retrieval,
         cached,
         latency_ms,
     };
-    if let Some(r) = cache.get_json::<Retrieval>(layer::RETRIEVE, &key) {
-        return Ok(record(r, true, None));
-    }
-    let started = Instant::now();
-    let r = {
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|r| lane_retrieval_key(system, case, *r))
+        .collect();
+    let hits: Vec<Option<Retrieval>> = keys
+        .iter()
+        .map(|key| cache.get_json::<Retrieval>(layer::RETRIEVE, key))
+        .collect();
+    let missed: Vec<RetrieveRequest<'_>> = requests
+        .iter()
+        .zip(&hits)
+        .filter(|(_, hit)| hit.is_none())
+        .map(|(r, _)| *r)
+        .collect();
+    let mut fetched = if missed.is_empty() {
+        Ok(Vec::new())
+    } else {
         let _stage =
-            tracing::debug_span!("stage", stage = "retrieve", lane = request.lane).entered();
+            tracing::debug_span!("stage", stage = "retrieve", calls = missed.len()).entered();
         source
-            .connection()?
-            .retrieve_with(&case.input, system.depth, request)
-    };
-    let latency = ms(started);
-    let r = r?;
+            .connection()
+            .and_then(|conn| conn.retrieve_batch(&case.input, system.depth, &missed))
+    }
+    .map(Vec::into_iter);
+    let mut out = Vec::with_capacity(requests.len());
+    for ((request, key), hit) in requests.iter().zip(keys).zip(hits) {
+        if let Some(r) = hit {
+            out.push(Ok(record(request, r, true, None)));
+            continue;
+        }
+        let call = match &mut fetched {
+            Err(e) => Err(e.clone()),
+            // A shorter list ended at its failed call, which was pushed already.
+            Ok(results) => match results.next() {
+                Some(r) => r,
+                None => break,
+            },
+        };
+        let call = call.and_then(|timed| {
+            let r = checked_reply(system, *request, timed.retrieval)?;
+            if let Ok(json) = serde_json::to_string(&r) {
+                writes.push((layer::RETRIEVE, key, json));
+            }
+            Ok(record(request, r, false, Some(timed.latency_ms)))
+        });
+        let failed = call.is_err();
+        out.push(call);
+        if failed {
+            break;
+        }
+    }
+    out
+}
+
+/// A retrieve reply checked against the request: the lane it names, and its predicates'
+/// (and its hops' predicates') shapes.
+fn checked_reply(
+    system: &SystemSettings,
+    request: RetrieveRequest<'_>,
+    r: Retrieval,
+) -> Result<Retrieval, StageError> {
     if let Some(said) = &r.lane {
         if request.lane != Some(said.as_str()) {
             let declared = if system.lanes.is_empty() {
@@ -404,10 +469,7 @@ fn retrieve_call(
         f.check()
             .map_err(|e| protocol("retrieve", format!("`filters[{i}]`: {e}")))?;
     }
-    if let Ok(json) = serde_json::to_string(&r) {
-        writes.push((layer::RETRIEVE, key, json));
-    }
-    Ok(record(r, false, Some(latency)))
+    Ok(r)
 }
 
 /// Checks that every passage of a stage's reply was among the passages it was given (and

@@ -1,0 +1,232 @@
+//! `retrieve_batch`: a case's retrieve calls in one request to a worker that declared the op,
+//! one request per call to one that did not, and the real Python shim answering it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use oloproof_connect::{
+    install_python_shim, SystemConnection, WorkerCommand, WorkerConnection, WorkerOptions,
+};
+use oloproof_core::system::RetrieveRequest;
+use oloproof_core::trace::ErrorKind;
+use serde_json::Map;
+
+/// A worker written straight to the protocol: `hello` declares `ops`; `retrieve_batch` answers
+/// each call with a candidate named `lane/query` and `elapsed_ms` 1.5, the call whose lane is
+/// `boom` with an error, and `results` one short when the first call's lane is `short`; a plain
+/// `retrieve` answers with a candidate named `single/lane/query`.
+const RAW_WORKER: &str = r#"
+import json, sys
+ops = sys.argv[1].split(",")
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello":
+        ok = {"protocol": 1, "name": "raw", "version": "1", "ops": ops, "lanes": ["a", "b", "boom", "short"]}
+    elif op == "retrieve_batch" and op in ops:
+        results = []
+        for call in req["calls"]:
+            if call.get("lane") == "boom":
+                results.append({"error": {"type": "ValueError", "message": "boom", "traceback": "tb"}, "elapsed_ms": 0.5})
+            else:
+                name = "%s/%s" % (call.get("lane"), call.get("query"))
+                results.append({"ok": {"query": call.get("query"), "depth": req["depth"],
+                                       "candidates": [{"doc_id": name}, {"doc_id": "second"}]},
+                                "elapsed_ms": 1.5})
+        if req["calls"][0].get("lane") == "short":
+            results.pop()
+        ok = {"results": results}
+    elif op == "retrieve":
+        name = "single/%s/%s" % (req.get("lane"), req.get("query"))
+        ok = {"query": req.get("query"), "depth": req["depth"], "candidates": [{"doc_id": name}]}
+    else:
+        print(json.dumps({"id": req["id"], "error": {"type": "UnknownOp", "message": op, "traceback": ""}}), flush=True)
+        continue
+    print(json.dumps({"id": req["id"], "ok": ok}), flush=True)
+"#;
+
+fn connect(
+    program: &str,
+    args: &[&str],
+    cwd: &Path,
+    env: Vec<(String, String)>,
+) -> WorkerConnection {
+    WorkerConnection::connect(WorkerOptions {
+        command: WorkerCommand {
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: cwd.to_path_buf(),
+            env,
+        },
+        timeout: Duration::from_secs(30),
+        params: Map::new(),
+    })
+    .expect("the worker says hello")
+}
+
+fn raw(ops: &str) -> WorkerConnection {
+    connect(
+        "python3",
+        &["-u", "-c", RAW_WORKER, ops],
+        Path::new("."),
+        Vec::new(),
+    )
+}
+
+fn calls<'a>(pairs: &'a [(&'a str, &'a str)]) -> Vec<RetrieveRequest<'a>> {
+    pairs
+        .iter()
+        .map(|(query, lane)| RetrieveRequest {
+            query: Some(query),
+            lane: Some(lane),
+            skip_filters: false,
+        })
+        .collect()
+}
+
+/// Each call's doc ids and time, or its error as `stage: type: message`.
+type Outcome = Result<(Vec<String>, f64), String>;
+
+fn doc_ids(conn: &mut WorkerConnection, pairs: &[(&str, &str)], depth: usize) -> Vec<Outcome> {
+    conn.retrieve_batch(&Map::new(), depth, &calls(pairs))
+        .expect("the exchange itself succeeds")
+        .into_iter()
+        .map(|r| {
+            r.map(|t| {
+                let ids = t
+                    .retrieval
+                    .candidates
+                    .iter()
+                    .map(|p| p.doc_id.clone())
+                    .collect();
+                (ids, t.latency_ms)
+            })
+            .map_err(|e| {
+                format!(
+                    "{}: {}: {}",
+                    e.stage,
+                    e.error_type.unwrap_or_default(),
+                    e.message
+                )
+            })
+        })
+        .collect()
+}
+
+fn ids(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_worker_that_declares_retrieve_batch_gets_every_call_in_one_request() {
+    let mut conn = raw("retrieve,generate,retrieve_batch");
+    // Every call answered by the batch (a plain `retrieve` would name `single/…`), in order,
+    // cut to the depth asked for, timed as the worker measured.
+    let got = doc_ids(&mut conn, &[("q1", "a"), ("q1", "b"), ("q2", "a")], 1);
+    assert_eq!(
+        got,
+        vec![
+            Ok((ids(&["a/q1"]), 1.5)),
+            Ok((ids(&["b/q1"]), 1.5)),
+            Ok((ids(&["a/q2"]), 1.5)),
+        ]
+    );
+    // A call that raised ends the list there, as one request per call would have.
+    let got = doc_ids(&mut conn, &[("q1", "a"), ("q1", "boom"), ("q2", "a")], 2);
+    assert_eq!(
+        got,
+        vec![
+            Ok((ids(&["a/q1", "second"]), 1.5)),
+            Err("retrieve: ValueError: boom".to_string()),
+        ]
+    );
+    // A reply without one result per call is a protocol error of the whole exchange.
+    let err = conn
+        .retrieve_batch(&Map::new(), 2, &calls(&[("q", "short"), ("q", "a")]))
+        .expect_err("one result short");
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(
+        err.message.contains("1 results for 2 calls"),
+        "{}",
+        err.message
+    );
+    // A single call stays a plain `retrieve` (protocol 1's request, byte for byte).
+    let got = doc_ids(&mut conn, &[("q", "a")], 2);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].as_ref().unwrap().0, ids(&["single/a/q"]));
+}
+
+#[test]
+fn a_worker_without_the_op_gets_one_retrieve_per_call() {
+    let mut conn = raw("retrieve,generate");
+    let got = doc_ids(&mut conn, &[("q1", "a"), ("q2", "b")], 3);
+    let got: Vec<Vec<String>> = got.into_iter().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, vec![ids(&["single/a/q1"]), ids(&["single/b/q2"])]);
+}
+
+#[test]
+fn the_python_shim_declares_and_answers_retrieve_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let shim = install_python_shim(dir.path()).unwrap();
+    std::fs::write(
+        dir.path().join("app.py"),
+        r#"
+from oloproof import Passage, Retrieval, rag_system
+
+@rag_system(name="lanes", version="1", depth=3, top_k=1, lanes=["a", "boom"])
+class Lanes:
+    def retrieve(self, input, depth, query=None, lane=None):
+        if lane == "boom":
+            raise ValueError("no such index: " + query)
+        return Retrieval(query=query, depth=depth,
+                         candidates=[Passage("%s-%d" % (query, i)) for i in range(depth + 2)])
+
+    def generate(self, input, context):
+        return "x"
+"#,
+    )
+    .unwrap();
+    let pythonpath = format!("{}:{}", shim.display(), dir.path().display());
+    let mut conn = connect(
+        "python3",
+        &["-u", "-m", "oloproof.worker", "app:Lanes"],
+        dir.path(),
+        vec![("PYTHONPATH".into(), pythonpath)],
+    );
+    assert!(
+        conn.info().implements("retrieve_batch"),
+        "{:?}",
+        conn.info().ops
+    );
+    let got = conn
+        .retrieve_batch(
+            &Map::new(),
+            2,
+            &calls(&[("x", "a"), ("y", "a"), ("z", "boom"), ("w", "a")]),
+        )
+        .unwrap();
+    assert_eq!(got.len(), 3, "ends at the failed call: {got:?}");
+    let first = got[0].as_ref().unwrap();
+    let first_ids: Vec<&str> = first
+        .retrieval
+        .candidates
+        .iter()
+        .map(|p| p.doc_id.as_str())
+        .collect();
+    assert_eq!(first_ids, ["x-0", "x-1"]);
+    assert!(first.latency_ms >= 0.0 && first.latency_ms < 10_000.0);
+    assert_eq!(
+        got[1].as_ref().unwrap().retrieval.query.as_deref(),
+        Some("y")
+    );
+    let err = got[2].as_ref().unwrap_err();
+    assert_eq!(
+        (err.stage.as_str(), err.error_type.as_deref()),
+        ("retrieve", Some("ValueError"))
+    );
+    assert_eq!(err.message, "no such index: z");
+    assert!(
+        err.traceback.as_deref().unwrap_or("").contains("app.py"),
+        "{err:?}"
+    );
+}
