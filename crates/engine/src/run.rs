@@ -52,6 +52,9 @@ const CACHE_FLUSH_MAX: usize = 20_000;
 const CACHE_FLUSH_MAX_BYTES: usize = 32 << 20;
 /// Longest a worker's cache lookups share one read snapshot.
 const SNAPSHOT_SPAN: Duration = Duration::from_millis(500);
+/// How often a process whose queue is empty while other processes hold the run's last cases
+/// reads whether they are done (a read of the run's row, not a claim).
+const OTHERS_CHECK_EVERY: Duration = Duration::from_millis(100);
 /// Most cases in one commit.
 pub const GROUP_COMMIT_MAX: usize = 512;
 /// Cases claimed per transaction by `oloproof worker` unless `--batch` says otherwise.
@@ -1053,6 +1056,11 @@ impl RunPlan {
                     (schedule.lease / 2).clamp(Duration::from_millis(100), Duration::from_secs(5));
                 let mut retry_in = Duration::from_millis(100).min(poll);
                 let mut next_claim = Instant::now();
+                // Set while the run's other cases are held by other processes: whether they are
+                // done is read every OTHERS_CHECK_EVERY, apart from the claims' backoff, so this
+                // process ends as soon as the run does rather than at its next claim.
+                let mut others_hold = false;
+                let mut next_check = Instant::now();
                 // Claim the next batch while the workers still have this many cases queued, so
                 // they never wait for a claim (nor for a group commit to end before one). A run
                 // shared with other processes keeps fewer in hand: cases queued here at the end
@@ -1097,12 +1105,30 @@ impl RunPlan {
                                 Ok((batch, true)) if batch.is_empty() => {
                                     next_claim = Instant::now() + retry_in;
                                     retry_in = (retry_in * 2).min(poll);
+                                    others_hold = true;
+                                    next_check = Instant::now() + OTHERS_CHECK_EVERY;
                                 }
                                 Ok((batch, _)) if batch.is_empty() => job_tx = None,
                                 Ok((batch, _)) => {
                                     retry_in = Duration::from_millis(100).min(poll);
+                                    others_hold = false;
                                     sent_count = send(tx, batch)
                                 }
+                                Err(e) => {
+                                    store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                    write_error = Some(e.into());
+                                    job_tx = None;
+                                }
+                            }
+                        } else if others_hold && Instant::now() >= next_check {
+                            match store.run(run_id) {
+                                Ok(r)
+                                    if (r.case_count - r.done_count).max(0) as usize
+                                        <= in_flight =>
+                                {
+                                    job_tx = None
+                                }
+                                Ok(_) => next_check = Instant::now() + OTHERS_CHECK_EVERY,
                                 Err(e) => {
                                     store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
                                     write_error = Some(e.into());
@@ -1122,6 +1148,9 @@ impl RunPlan {
                     }
                     // Wait for a finished case, at most until the open group commit is due.
                     let mut wait = heartbeat_every.min(retry_in);
+                    if others_hold && job_tx.is_some() {
+                        wait = wait.min(next_check.saturating_duration_since(Instant::now()));
+                    }
                     if !group.is_empty() {
                         wait = wait.min(group_ends.saturating_duration_since(Instant::now()));
                     }
