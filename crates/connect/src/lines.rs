@@ -13,6 +13,9 @@ use std::time::Instant;
 
 use crossbeam_channel::RecvTimeoutError;
 
+/// Past this many bytes, a line's buffer is grown to its limit at once.
+const GROW_ALL_AT: usize = 1 << 20;
+
 /// One line read from a pipe: at most `max` of its bytes, and its full length.
 pub(crate) struct BoundedLine {
     /// The line's first bytes (without its `\n`, nor a `\r` before it).
@@ -36,7 +39,14 @@ impl LineSplitter {
         let newline = buf.iter().position(|&b| b == b'\n');
         let chunk = &buf[..newline.unwrap_or(buf.len())];
         let room = max.saturating_sub(self.kept.len());
-        self.kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let take = chunk.len().min(room);
+        if self.kept.len() + take > self.kept.capacity().max(GROW_ALL_AT) {
+            // A long line gets the room left in one step: grown by doubling, each earlier
+            // buffer would still be the allocator's when the next is filled, and a line at the
+            // limit would peak at about twice the limit.
+            self.kept.reserve_exact(max - self.kept.len());
+        }
+        self.kept.extend_from_slice(&chunk[..take]);
         self.len += chunk.len();
         let consumed = newline.map_or(buf.len(), |i| i + 1);
         if newline.is_none() {

@@ -405,6 +405,19 @@ fn read_rows(
     options: &ReadOptions,
 ) -> Result<Dataset, Vec<SourceError>> {
     let jsonl = encoding == DatasetEncoding::Jsonl;
+    // Each line's text, by line number - 1: looked up per record (finding it with
+    // `lines().nth` would read the file from its start for every record).
+    let line_texts: Vec<&str> = if jsonl {
+        text.lines().collect()
+    } else {
+        Vec::new()
+    };
+    let line_text = |line: usize| -> &str {
+        line.checked_sub(1)
+            .and_then(|i| line_texts.get(i))
+            .copied()
+            .unwrap_or("")
+    };
     let total_rows = rows.len() + broken.len();
     let format = match options.format {
         Some(f) => f,
@@ -417,7 +430,7 @@ fn read_rows(
                 DatasetFormat::Ragas
             }
             Some(r) => {
-                let line = text.lines().nth(r.line - 1).unwrap_or("");
+                let line = line_text(r.line);
                 let mut err = SourceError::at(
                     path,
                     text,
@@ -459,7 +472,7 @@ fn read_rows(
                 path,
                 text,
                 line,
-                if jsonl { key_column(text.lines().nth(line - 1).unwrap_or(""), "user_input") } else { col },
+                if jsonl { key_column(line_text(line), "user_input") } else { col },
                 1,
                 "multi-turn sample (`user_input` is a list of messages): multi-turn evaluation is not supported",
             );
@@ -481,11 +494,7 @@ fn read_rows(
     let mut unknown: Vec<String> = Vec::new();
     let mut unknown_records = 0usize;
     for row in &mut rows {
-        let line_text = if jsonl {
-            text.lines().nth(row.line - 1).unwrap_or("")
-        } else {
-            ""
-        };
+        let line_text = line_text(row.line);
         let (line_no, row_col) = (row.line, row.col);
         let places = row.places.clone();
         let at = |key: &str, message: String| {
@@ -547,7 +556,7 @@ fn read_rows(
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (r, &(line_no, col)) in records.iter().zip(&lines) {
         if let Some(first) = seen.insert(r.case.id.as_str(), line_no) {
-            let line = text.lines().nth(line_no - 1).unwrap_or("");
+            let line = line_text(line_no);
             let mut err = SourceError::at(
                 path,
                 text,
