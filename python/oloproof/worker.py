@@ -260,30 +260,20 @@ class Worker:
         if op == "shutdown":
             return None
         if op == "rerank" and "function" in req:
-            if self.startup_error is not None:
-                raise _StartupFailure(self.startup_error)
-            if not self.ready:
-                raise WorkerError("ProtocolError", "the first request must be 'hello'")
-            return self.op_rerank(req)
-        if op == "retrieve_batch":
-            if self.startup_error is not None:
-                raise _StartupFailure(self.startup_error)
-            if not self.ready:
-                raise WorkerError("ProtocolError", "the first request must be 'hello'")
-            return self.op_retrieve_batch(req)
-        if op in STAGES:
-            if self.startup_error is not None:
-                raise _StartupFailure(self.startup_error)
-            if not self.ready:
-                raise WorkerError("ProtocolError", "the first request must be 'hello'")
-            return getattr(self, "op_stage_" + op)(req)
-        if op not in OPS:
+            handler = self.op_rerank
+        elif op == "retrieve_batch":
+            handler = self.op_retrieve_batch
+        elif op in STAGES:
+            handler = getattr(self, "op_stage_" + op)
+        elif op in OPS:
+            handler = getattr(self, "op_" + op)
+        else:
             raise WorkerError("UnknownOp", "unknown op %r" % op)
         if self.startup_error is not None:
             raise _StartupFailure(self.startup_error)
         if not self.ready:
             raise WorkerError("ProtocolError", "the first request must be 'hello'")
-        return getattr(self, "op_" + op)(req)
+        return handler(req)
 
     def op_hello(self, req):
         protocol = req.get("protocol")

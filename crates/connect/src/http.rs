@@ -254,7 +254,7 @@ impl SystemConnection for HttpConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        reply::retrieval(reply, depth)
+        reply::retrieval(&reply, depth)
             .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))
     }
 
@@ -296,7 +296,7 @@ impl SystemConnection for HttpConnection {
         request: oloproof_core::system::RetrieveRequest<'_>,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
-        reply::retrieval(reply, depth)
+        reply::retrieval(&reply, depth)
             .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))
     }
 

@@ -16,11 +16,7 @@ pub(crate) fn excerpt(s: &str, max: usize) -> String {
 }
 
 /// A `retrieve` reply, cut to `depth` candidates.
-pub(crate) fn retrieval(reply: Value, depth: usize) -> Result<Retrieval, ReplyError> {
-    retrieval_of(&reply, depth)
-}
-
-fn retrieval_of(reply: &Value, depth: usize) -> Result<Retrieval, ReplyError> {
+pub(crate) fn retrieval(reply: &Value, depth: usize) -> Result<Retrieval, ReplyError> {
     // Read from the reference: the reply is kept whole only for the error message.
     let mut r = Retrieval::deserialize(reply).map_err(|source| ReplyError::Retrieve {
         reply: reply.to_string(),
@@ -30,8 +26,8 @@ fn retrieval_of(reply: &Value, depth: usize) -> Result<Retrieval, ReplyError> {
     Ok(r)
 }
 
-/// A `retrieve_batch` request: the case's input and depth once, then one `{query, lane}` per
-/// call (either may be absent), and `skip_filters` when any call asks for it.
+/// A `retrieve_batch` request: the case's input and depth once, then one `{query, lane,
+/// skip_filters}` per call (each key only when set).
 pub(crate) fn retrieve_batch_request(
     input: &Map<String, Value>,
     depth: usize,
@@ -106,7 +102,7 @@ pub(crate) fn retrieve_batch(
                 return bad("`elapsed_ms` must be a non-negative number");
             }
             match (entry.get("ok"), entry.get("error")) {
-                (Some(ok), None) => match retrieval_of(ok, depth) {
+                (Some(ok), None) => match retrieval(ok, depth) {
                     Ok(r) => BatchEntry::Retrieved(r, elapsed),
                     Err(e) => BatchEntry::Bad(e),
                 },
@@ -261,14 +257,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_malformed_batch_entry_fails_its_call_only() {
+        let reply = json!({"results": [
+            {"ok": {"depth": 2, "candidates": [{"doc_id": "a"}, {"doc_id": "b"}]}, "elapsed_ms": 2.5},
+            {"ok": {"candidates": []}},
+            {"ok": {"candidates": []}, "error": {"message": "x"}, "elapsed_ms": 1},
+            {"ok": {"candidates": []}, "elapsed_ms": -1},
+            {"ok": {"depth": 1, "candidates": "none"}, "elapsed_ms": 1},
+            {"error": {"type": "KeyError", "message": "k"}, "elapsed_ms": 0},
+        ]});
+        let entries = retrieve_batch(reply, 6, 1).unwrap();
+        match &entries[0] {
+            BatchEntry::Retrieved(r, ms) => {
+                assert_eq!((r.candidates.len(), *ms), (1, 2.5));
+            }
+            other => panic!("{other:?}"),
+        }
+        let reason = |e: &BatchEntry| match e {
+            BatchEntry::Bad(e) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(reason(&entries[1]).contains("`results[1]`: no `elapsed_ms`"));
+        assert!(reason(&entries[2]).contains("`results[2]`: exactly one of `ok` and `error`"));
+        assert!(reason(&entries[3]).contains("`elapsed_ms` must be a non-negative number"));
+        assert!(reason(&entries[4]).starts_with("bad retrieve reply"));
+        assert!(matches!(&entries[5], BatchEntry::Raised(e) if e["type"] == "KeyError"));
+        let whole = retrieve_batch(json!({"results": {}}), 1, 1).unwrap_err();
+        assert!(whole.to_string().contains("no `results` array"), "{whole}");
+    }
+
+    #[test]
     fn replies() {
         let r = retrieval(
-            json!({"depth": 2, "candidates": [{"doc_id": "a"}, {"doc_id": "b"}, {"doc_id": "c"}]}),
+            &json!({"depth": 2, "candidates": [{"doc_id": "a"}, {"doc_id": "b"}, {"doc_id": "c"}]}),
             2,
         )
         .unwrap();
         assert_eq!(r.candidates.len(), 2);
-        assert!(retrieval(json!({"candidates": 3}), 2)
+        assert!(retrieval(&json!({"candidates": 3}), 2)
             .unwrap_err()
             .to_string()
             .starts_with("bad retrieve reply"));
@@ -295,13 +321,13 @@ mod tests {
         assert!(rewrite(json!({"queries": [1]})).is_err());
         assert!(rewrite(json!("q")).is_err());
         let filtered = retrieval(
-            json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "=", "value": "a"}]}),
+            &json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "=", "value": "a"}]}),
             1,
         )
         .unwrap();
         assert_eq!(filtered.filters[0].field, "tenant");
         let bad_op = retrieval(
-            json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "~"}]}),
+            &json!({"depth": 1, "candidates": [], "filters": [{"field": "tenant", "op": "~"}]}),
             1,
         );
         assert!(bad_op
@@ -309,7 +335,7 @@ mod tests {
             .to_string()
             .contains("unknown variant `~`"));
         let hopless = retrieval(
-            json!({"depth": 1, "candidates": [], "hops": [{"query": "x"}]}),
+            &json!({"depth": 1, "candidates": [], "hops": [{"query": "x"}]}),
             1,
         );
         assert!(hopless

@@ -519,9 +519,9 @@ impl WorkerConnection {
         err
     }
 
-    fn unwrap_response(&mut self, op: &str, value: Value) -> Result<Value, StageError> {
-        if let Some(ok) = value.get("ok") {
-            return Ok(ok.clone());
+    fn unwrap_response(&mut self, op: &str, mut value: Value) -> Result<Value, StageError> {
+        if let Some(ok) = value.as_object_mut().and_then(|m| m.remove("ok")) {
+            return Ok(ok);
         }
         if let Some(err) = value.get("error") {
             return Err(raised(op, err));
@@ -573,7 +573,7 @@ impl SystemConnection for WorkerConnection {
         depth: usize,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
-        reply::retrieval(reply, depth).map_err(|e| self.reply_error("retrieve", e))
+        reply::retrieval(&reply, depth).map_err(|e| self.reply_error("retrieve", e))
     }
 
     fn count_tokens(&mut self, passages: &[Passage]) -> Result<Vec<usize>, StageError> {
@@ -613,7 +613,7 @@ impl SystemConnection for WorkerConnection {
         request: oloproof_core::system::RetrieveRequest<'_>,
     ) -> Result<Retrieval, StageError> {
         let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
-        reply::retrieval(reply, depth).map_err(|e| self.reply_error("retrieve", e))
+        reply::retrieval(&reply, depth).map_err(|e| self.reply_error("retrieve", e))
     }
 
     fn retrieve_batch(

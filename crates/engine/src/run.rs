@@ -716,15 +716,16 @@ impl Schedule {
     /// workers may join, the run is shared (its summary counts every worker's cases).
     pub(crate) fn new_run(settings: &RunSettings, location: &StoreLocation) -> Self {
         let shared = matches!(location, StoreLocation::Postgres(_));
+        let single = Self::single(settings);
         Schedule {
             respect_leases: true,
             shared,
             // Shared: small claims, so no process holds cases the others could take.
             batch: match shared {
                 true => (settings.workers * 8).clamp(64, 200),
-                false => GROUP_COMMIT_MAX,
+                false => single.batch,
             },
-            ..Self::single(settings)
+            ..single
         }
     }
 }
