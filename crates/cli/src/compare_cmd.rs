@@ -14,13 +14,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use oloproof_core::comparison::{Gate, PairwiseComparison, PairwiseOptions};
+use oloproof_core::comparison::Gate;
 use oloproof_core::config::ConfigError;
-use oloproof_core::run::LoadedRun;
-use oloproof_core::store::{Store, StoreLocation};
+use oloproof_core::store::Store;
 use oloproof_engine::compare::{compare_with_pairwise, record_comparison, CompareError, Policy};
-use oloproof_engine::judged::{JudgeRegistry, StoreJudgeCache};
-use oloproof_engine::pairwise::{self, PairwiseSetup};
+use oloproof_engine::pairwise;
 use oloproof_engine::run::EngineEvaluators;
 
 use crate::cli::ConfigLocation;
@@ -78,15 +76,25 @@ pub(crate) fn compare(args: CompareArgs) -> Result<u8, CliError> {
         .collect();
     refuse_uncalibrated(store.as_ref(), &candidate, &gated, "the policy gates on")?;
     let pairwise = match policy.pairwise() {
-        Some(options) => Some(judge_pairs_with(
-            &args,
-            &policy,
-            options,
-            store.as_mut(),
-            &location,
-            &candidate,
-            &baseline,
-        )?),
+        Some(_) => {
+            // No shared case is a policy error located in the policy, reported before the
+            // config is read.
+            policy
+                .check(&candidate, &baseline)
+                .map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
+            let config = load(&args.location, args.dir.as_deref(), &[])?;
+            Some(
+                pairwise::judge_policy_pairs(
+                    &policy,
+                    &config.options.judges,
+                    store.as_mut(),
+                    &location,
+                    &candidate,
+                    &baseline,
+                )
+                .map_err(compare_error)?,
+            )
+        }
         None => None,
     };
     let comparison =
@@ -136,60 +144,6 @@ fn compare_error(e: CompareError) -> CliError {
         CompareError::Engine(e) => CliError::Engine(e),
         other => CliError::Usage(other.to_string()),
     }
-}
-
-/// The pairwise judgments of the two runs: the project's judges, the judge checked, every
-/// shared case judged in both orders through the judge-call cache, the new entries committed.
-fn judge_pairs_with(
-    args: &CompareArgs,
-    policy: &Policy,
-    options: &PairwiseOptions,
-    store: &mut dyn Store,
-    location: &StoreLocation,
-    candidate: &LoadedRun,
-    baseline: &LoadedRun,
-) -> Result<PairwiseComparison, CliError> {
-    // No shared case is a policy error located in compare.yaml, reported before the judges.
-    policy
-        .check(candidate, baseline)
-        .map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
-    let config = load(&args.location, args.dir.as_deref(), &[])?;
-    let judges = &config.options.judges;
-    let mut calibrated = false;
-    policy
-        .check_pairwise_judge(judges, |name| {
-            calibrated = pairwise::is_calibrated(store, judges, name)?;
-            Ok(calibrated)
-        })
-        .map_err(compare_error)?;
-    if options.exploratory {
-        calibrated = pairwise::is_calibrated(store, judges, &options.judge)?;
-    }
-    // A judge that cannot be built (a local model that does not load) is a settings error.
-    // Only the pairwise judge is built (a local model of another judge is not loaded).
-    let only: std::collections::BTreeMap<String, serde_json::Value> = judges
-        .iter()
-        .filter(|(name, _)| **name == options.judge)
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let registry =
-        JudgeRegistry::from_options(&only).map_err(|e| CliError::Usage(e.to_string()))?;
-    let client = registry
-        .client(&options.judge)
-        .ok_or_else(|| CliError::Usage(format!("no judge named `{}`", options.judge)))?;
-    // The store is open at this path: a reader that cannot open is a real failure (judging
-    // every pair again, uncached and billed, without a word would be worse).
-    let cache = StoreJudgeCache::new(Some(oloproof_store::open_reader(location)?));
-    let setup = PairwiseSetup {
-        options,
-        judge: client,
-        cache: &cache,
-        calibrated,
-    };
-    let judged = pairwise::judge_pairs(candidate, baseline, &setup)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    store.put_cache_entries(&cache.take_writes())?;
-    Ok(judged)
 }
 
 /// For `oloproof inspect sha256:…`: the changed cases of a recorded comparison, or `None` when

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 
 use oloproof_core::config::ConfigError;
 use oloproof_core::dataset::{load_dataset_with, DatasetEncoding, DatasetFormat, ReadOptions};
+use oloproof_engine::compare::Policy;
 use oloproof_engine::monitor::math::SloState;
+use oloproof_engine::monitor::shadow::ShadowRequest;
 use oloproof_engine::monitor::{
     monitor, AlertReport, CriterionAggregate, MonitorReport, MonitorRequest,
 };
@@ -24,9 +26,13 @@ use crate::cli::ConfigLocation;
 use crate::commands::{config_path, validate_rate, CliError};
 use crate::exit_codes;
 
+/// The `traffic:` (or `--traffic`) that names the store's collected requests, not a file.
+const COLLECTED: &str = "collected";
+
 const AFTER_HELP: &str = "The monitor: section (oloproof.yaml, or the file given with --config):
   monitor:
-    traffic: traffic.jsonl            # trace records with `production` (oloproof import)
+    traffic: traffic.jsonl            # trace records with `production` (oloproof import),
+                                      # or `collected`: what `oloproof collect` stored
     segments: [metadata.intent]       # one report per segment value
     window: {size: 1d, rolling: 7d}   # windows on production.timestamp (UTC); SLO/alert horizon
     sampling:
@@ -53,6 +59,11 @@ const AFTER_HELP: &str = "The monitor: section (oloproof.yaml, or the file given
       performance:
         - {signal: regeneration, by: metadata.intent, band: [0.0, 0.1]}
         - {criterion: faithfulness}   # no band: the reference window's 3-sigma limits
+    shadow:
+      policy: shadow-policy.yaml      # the candidate (this file's system:) against production
+      window: latest                  # latest | horizon | a window's start
+      evaluators: [faithfulness]      # default: every tier's criteria
+      max_cases: 200                  # the smallest sampling draws
 
 Decisions read intervals, never points: an SLO is met when the Wilson lower bound reaches
 min_share; latency_p95 and cost_per_request fire when the lower bound is above the maximum,
@@ -65,6 +76,11 @@ lies wholly outside a fixed band, or its value outside the reference's control l
 Estimates use only the traces the rate drew; always-included and flagged traces
 are judged and counted as `targeted`.
 
+Shadow: the config's system: answers the questions of the window's traces (production's
+error traces and traces without a question left out), both sides are judged by the same
+evaluators, and the two runs are compared case by case under the policy; the comparison is
+recorded (oloproof report sha256:...) and a BLOCK gate exits 3.
+
 Review: --review-queue N -o review.jsonl writes N blind random judged traces plus the
 low-confidence and thumbs-down ones as `calibrate --labels` rows (label: null); fill each
 label and run `oloproof calibrate --judge J --evaluator E --labels review.jsonl`.
@@ -72,7 +88,7 @@ label and run `oloproof calibrate --judge J --evaluator E --labels review.jsonl`
 Exit codes:
   0  no alert fired and every SLO is met
   2  usage or configuration error (a bad monitor: key or value, at file:line:col)
-  3  an alert fired or an SLO is not met
+  3  an alert fired, an SLO is not met, or the shadow comparison's gate blocked
   4  error traces of the horizon, or a criterion's missing verdicts, above --max-error-rate";
 
 #[derive(clap::Args, Debug)]
@@ -85,7 +101,8 @@ pub(crate) struct MonitorArgs {
     /// Override a config value, e.g. `--set monitor.window.size=6h` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) overrides: Vec<String>,
-    /// The traffic (trace JSONL with `production`), instead of `monitor.traffic`.
+    /// The traffic (trace JSONL with `production`), instead of `monitor.traffic`; `collected`
+    /// reads the requests `oloproof collect` recorded in the store (a file named so: ./collected).
     #[arg(long, value_name = "FILE")]
     pub(crate) traffic: Option<PathBuf>,
     /// Do not read the judgment cache (fresh results are still stored).
@@ -119,11 +136,11 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         ));
     }
     let path = config_path(&args.location, args.dir.as_deref())?;
-    let given = args
-        .traffic
-        .as_deref()
-        .map(std::path::absolute)
-        .transpose()?;
+    let collected_flag = args.traffic.as_deref() == Some(std::path::Path::new(COLLECTED));
+    let given = match &args.traffic {
+        Some(_) if collected_flag => Some(PathBuf::from(COLLECTED)),
+        other => other.as_deref().map(std::path::absolute).transpose()?,
+    };
     // The traffic is the config's dataset; `monitor.traffic` is only known once it is read,
     // so a stand-in is named until then (nothing opens it before it is replaced).
     let stand_in = given
@@ -133,7 +150,9 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         oloproof_engine::project::load_config_for_dataset(&path, &args.overrides, &stand_in)?;
     args.location.apply_store(&mut config)?;
     let m = oloproof_engine::monitor::monitor_options(&config)?.clone();
+    let from_store = collected_flag || (given.is_none() && m.traffic.as_deref() == Some(COLLECTED));
     let traffic = match (&given, &m.traffic) {
+        _ if from_store => PathBuf::from(COLLECTED),
         (Some(t), _) => t.clone(),
         (None, Some(t)) => std::path::absolute(config.dir.join(t))?,
         (None, None) => {
@@ -150,7 +169,11 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         encoding: Some(DatasetEncoding::Jsonl),
         max_error_rate: args.max_error_rate.unwrap_or(config.options.max_error_rate),
     };
-    let dataset = load_dataset_with(&traffic, &read).map_err(EngineError::from)?;
+    let dataset = if from_store {
+        collected_dataset(&config, &read)?
+    } else {
+        load_dataset_with(&traffic, &read).map_err(EngineError::from)?
+    };
     {
         let mut err = std::io::stderr().lock();
         for warning in &dataset.warnings {
@@ -160,6 +183,11 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
             write!(err, "warning: row skipped: {skipped}")?;
         }
     }
+    // Shadow evaluation: the candidate is the file's own `system:`, judged like production.
+    let shadow_parts = match &m.shadow {
+        Some(options) => Some(shadow_setup(&path, &args, &config, options)?),
+        None => None,
+    };
     crate::interrupt::watch(config.store_location());
     let shown = args
         .traffic
@@ -178,6 +206,9 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
                 detach: false,
             },
             review_queue: args.review_queue,
+            shadow: shadow_parts
+                .as_ref()
+                .map(|(candidate, policy)| ShadowRequest { candidate, policy }),
         },
         &mut Silent,
     )?;
@@ -213,6 +244,125 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         return Ok(exit_codes::GATE_BLOCKED);
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// `traffic: collected` (or `--traffic collected`): the requests `oloproof collect` recorded
+/// in the store, assembled as `import --collected` assembles them (the config's `corpus:`
+/// resolving passage text), read as the traffic. What the import dropped is said on stderr.
+fn collected_dataset(
+    config: &oloproof_core::config::ProjectConfig,
+    read: &ReadOptions,
+) -> Result<oloproof_core::dataset::Dataset, CliError> {
+    let location = config.store_location();
+    if location.sqlite_path().is_some_and(|p| !p.exists()) {
+        return Err(CliError::Usage(format!(
+            "there is no store at {location}, so no collected requests: run `oloproof collect` and point the app's OTLP exporter at it, or give `--traffic FILE`"
+        )));
+    }
+    let store = oloproof_store::open_reader(&location)?;
+    let corpus = match &config.options.corpus {
+        Some(file) => Some(oloproof_engine::filter_check::load_corpus_file(
+            file,
+            &config.dir,
+            Some(config),
+        )?),
+        None => None,
+    };
+    let collected = oloproof_collect::read::collected_traffic(store.as_ref(), corpus.as_ref())?;
+    let summary = &collected.summary;
+    if collected.requests == 0 {
+        return Err(CliError::Usage(format!(
+            "the store {location} holds no collected requests: run `oloproof collect` and point the app's OTLP exporter at it, or give `--traffic FILE`"
+        )));
+    }
+    {
+        let mut err = std::io::stderr().lock();
+        let dropped: Vec<String> = summary
+            .spans_dropped
+            .iter()
+            .chain(&summary.records_dropped_by)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(
+            err,
+            "Traffic from the store: {} collected request{} · {} spans read = {} used + {} dropped{} · {} trace records",
+            collected.requests,
+            if collected.requests == 1 { "" } else { "s" },
+            summary.spans_read,
+            summary.spans_used,
+            summary.dropped(),
+            if dropped.is_empty() { String::new() } else { format!(" ({})", dropped.join(", ")) },
+            summary.records
+        )?;
+        for p in &summary.first {
+            writeln!(err, "  {}: {}: {}", p.at, p.kind, p.message)?;
+        }
+    }
+    let mut dataset = oloproof_core::dataset::parse_text(
+        COLLECTED,
+        &collected.text,
+        DatasetEncoding::Jsonl,
+        read,
+    )
+    .map_err(|errors| EngineError::from(oloproof_core::case::CaseFileError::Invalid(errors)))?;
+    dataset.sha256 = oloproof_core::identity::sha256_hex(collected.text.as_bytes());
+    Ok(dataset)
+}
+
+/// The candidate config (the same file and overrides, with its `system:`) and the policy of
+/// `monitor.shadow`; a file without `system:` and a bad policy are located errors (exit 2).
+fn shadow_setup(
+    path: &std::path::Path,
+    args: &MonitorArgs,
+    config: &oloproof_core::config::ProjectConfig,
+    options: &oloproof_core::monitor::ShadowOptions,
+) -> Result<(oloproof_core::config::ProjectConfig, Policy), CliError> {
+    let mut candidate =
+        oloproof_engine::project::load_config_for_given_cases(path, &args.overrides)?;
+    args.location.apply_store(&mut candidate)?;
+    let policy_path = config.dir.join(&options.policy);
+    let shown = policy_path.display().to_string();
+    let text = std::fs::read_to_string(&policy_path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let policy =
+        Policy::parse(&shown, &text).map_err(|e| CliError::Config(ConfigError::Invalid(e)))?;
+    Ok((candidate, policy))
+}
+
+/// The shadow evaluation's section of the report.
+fn render_shadow(o: &mut String, s: &oloproof_core::shadow::ShadowReport) {
+    let left: Vec<String> = s.left_out.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(
+        o,
+        "\nShadow: {} over {} of {} eligible traces of {} (window {}; the smallest draws, seed {}, at most {}){} · criteria: {}",
+        if s.candidate_system.is_empty() { "the candidate" } else { s.candidate_system.as_str() },
+        s.selected,
+        s.eligible,
+        if s.windows.is_empty() { "no window".to_string() } else { s.windows.join(", ") },
+        s.window,
+        s.seed,
+        s.max_cases,
+        if left.is_empty() { String::new() } else { format!(" · left out: {}", left.join(", ")) },
+        s.criteria.join(", ")
+    );
+    if let (Some(candidate), Some(production)) = (&s.candidate_run, &s.production_run) {
+        let _ = writeln!(
+            o,
+            "  candidate run {candidate}{} · production run {production}",
+            if s.candidate_errors > 0 {
+                format!(" ({} cases ended in an error)", s.candidate_errors)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(c) = &s.comparison {
+        for line in oloproof_report::compare::comparison_report(c).lines() {
+            let _ = writeln!(o, "  {line}");
+        }
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -575,6 +725,9 @@ fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
     if let Some(d) = &r.drift {
         render_drift(&mut o, d);
     }
+    if let Some(shadow) = &r.shadow {
+        render_shadow(&mut o, shadow);
+    }
     if !r.alerts.is_empty() {
         let _ = writeln!(o, "\nAlerts over the horizon (decided on intervals):");
         for a in &r.alerts {
@@ -600,7 +753,7 @@ fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
     let unmet = r.slos.iter().filter(|s| s.decision.state.fails()).count();
     let _ = writeln!(
         o,
-        "\nMonitor: {} · {fired} alert{} fired · {unmet} of {} SLO{} not met · {} of {} traces of the horizon in error",
+        "\nMonitor: {} · {fired} alert{} fired · {unmet} of {} SLO{} not met{} · {} of {} traces of the horizon in error",
         if !r.incomplete.is_empty() {
             "INCOMPLETE (exit 4)"
         } else if r.breached() {
@@ -611,6 +764,11 @@ fn render(r: &MonitorReport, review_file: Option<&std::path::Path>) -> String {
         if fired == 1 { "" } else { "s" },
         r.slos.len(),
         if r.slos.len() == 1 { "" } else { "s" },
+        match r.shadow.as_ref().and_then(|s| s.comparison.as_ref()) {
+            Some(c) if c.gate == oloproof_core::comparison::Gate::Block => " · shadow gate BLOCK",
+            Some(_) => " · shadow gate PASS",
+            None => "",
+        },
         r.errors.errors,
         r.errors.traces
     );

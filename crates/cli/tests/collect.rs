@@ -1,6 +1,7 @@
 //! `oloproof collect`: the real OpenTelemetry Python SDK's OTLP/HTTP exporter (protobuf, gzip,
 //! batches) sends the app of `fixtures/otel_app` to a running collector; `import --collected`
-//! gives the same trace records as importing the files the app wrote. Bad requests get the
+//! gives the same trace records as importing the files the app wrote, and `monitor` reads
+//! the store's requests as it reads that file. Bad requests get the
 //! OTLP/HTTP status codes and the collector keeps running; SIGTERM stops it with its counts.
 
 mod common;
@@ -124,6 +125,64 @@ fn the_sdk_exporter_is_collected_and_imported_like_its_files() {
     let got = records_by_trace(&dir.join("collected.jsonl"));
     assert_eq!(want.len(), 5);
     assert_eq!(got, want, "what was collected is what the app wrote");
+
+    // `monitor` reads the store's collected requests as its traffic (`traffic: collected`),
+    // exactly as it reads the file `import --collected` wrote.
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        "store: collected.db
+evaluators:
+  - {type: regex, criterion: no_refusal, must_not_match: '(?i)cannot help'}
+monitor:
+  traffic: collected
+  window: {size: 1d}
+  sampling:
+    tiers:
+      - {evaluators: [no_refusal], rate: 1.0}
+",
+    )
+    .unwrap();
+    // One of the app's five traces is an error trace.
+    let from_store = oloproof(dir, &["monitor", ".", "--json", "--max-error-rate", "0.5"]);
+    assert_eq!(from_store.status.code(), Some(0), "{}", stderr(&from_store));
+    assert!(
+        stderr(&from_store).starts_with(&format!(
+            "Traffic from the store: {requests} collected requests · 17 spans read = 17 used + 0 dropped · 5 trace records"
+        )),
+        "{}",
+        stderr(&from_store)
+    );
+    let from_file = oloproof(
+        dir,
+        &[
+            "monitor",
+            ".",
+            "--json",
+            "--max-error-rate",
+            "0.5",
+            "--traffic",
+            "collected.jsonl",
+        ],
+    );
+    assert_eq!(from_file.status.code(), Some(0), "{}", stderr(&from_file));
+    let store_report: Value = serde_json::from_slice(&from_store.stdout).unwrap();
+    let file_report: Value = serde_json::from_slice(&from_file.stdout).unwrap();
+    assert_eq!(store_report["traffic"]["path"], "collected");
+    assert_eq!(store_report["traffic"]["records"], 5);
+    assert_eq!(store_report["errors"]["errors"], 1);
+    for key in ["sha256", "records", "timed", "untimed"] {
+        assert_eq!(
+            store_report["traffic"][key], file_report["traffic"][key],
+            "traffic.{key}"
+        );
+    }
+    for key in ["window", "windows", "slos", "alerts", "errors"] {
+        assert_eq!(store_report[key], file_report[key], "{key}");
+    }
+    assert_eq!(
+        store_report["sampling"]["tiers"][0]["selection"],
+        file_report["sampling"]["tiers"][0]["selection"]
+    );
 }
 
 fn agent() -> ureq::Agent {
@@ -245,5 +304,42 @@ fn a_remote_address_must_be_asked_for_and_the_store_must_be_named() {
         stderr(&no_files).contains("<FILE>"),
         "{}",
         stderr(&no_files)
+    );
+}
+
+#[test]
+fn monitoring_an_empty_collect_store_says_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        "evaluators:
+  - {type: regex, criterion: no_refusal, must_not_match: '(?i)cannot help'}
+monitor:
+  traffic: collected
+  window: {size: 1d}
+  sampling:
+    tiers:
+      - {evaluators: [no_refusal], rate: 1.0}
+",
+    )
+    .unwrap();
+    let o = oloproof(dir, &["monitor", "."]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("so no collected requests: run `oloproof collect`"),
+        "{}",
+        stderr(&o)
+    );
+    // A store that exists but holds no request (a run store, or a collector never sent to).
+    let collector = start(dir, ".oloproof/oloproof.db", &[]);
+    let (code, _, err) = stop(collector);
+    assert_eq!(code, Some(0), "{err}");
+    let o = oloproof(dir, &["monitor", "."]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds no collected requests: run `oloproof collect`"),
+        "{}",
+        stderr(&o)
     );
 }

@@ -62,3 +62,46 @@ where
         last = end;
     }
 }
+
+/// Every collected request assembled into trace records, as `oloproof import --collected`
+/// assembles them: the JSON Lines text `monitor` reads as its traffic, with the import's
+/// accounting.
+#[derive(Debug, Clone, Default)]
+pub struct CollectedTraffic {
+    /// One trace record per line, in the order the assembler completed them.
+    pub text: String,
+    /// Requests read.
+    pub requests: u64,
+    /// Spans read, used and dropped (by problem kind), records written, the first problems.
+    pub summary: oloproof_traces::problems::ImportSummary,
+}
+
+/// Reads every collected request of `store` into trace records (`corpus` resolves passage
+/// text the spans did not record, by document id), one page of requests at a time.
+///
+/// # Errors
+///
+/// The store's; a request that does not decode is a dropped input record in the summary.
+pub fn collected_traffic(
+    store: &dyn Store,
+    corpus: Option<&oloproof_core::corpus::Corpus>,
+) -> StoreResult<CollectedTraffic> {
+    use oloproof_traces::assemble::{AssembleOptions, Assembler};
+    let mut assembler = Assembler::new(AssembleOptions::default(), corpus);
+    let mut out = CollectedTraffic::default();
+    let push = |records: Vec<serde_json::Value>, text: &mut String| {
+        for r in records {
+            text.push_str(&r.to_string());
+            text.push('\n');
+        }
+    };
+    for_each_collected(store, 0, |_, decoded| -> StoreResult<()> {
+        out.requests += 1;
+        push(assembler.push(decoded), &mut out.text);
+        Ok(())
+    })?;
+    let (records, summary) = assembler.finish();
+    push(records, &mut out.text);
+    out.summary = summary;
+    Ok(out)
+}

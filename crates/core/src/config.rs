@@ -627,10 +627,46 @@ pub fn load_config_for_dataset(
     load_config_inner(path, overrides, Some(dataset), catalog)
 }
 
+/// Loads `path` like [`load_config`], for a caller that brings its own cases: the file's
+/// `system:` is what runs (its `dataset:` and `cases:` are set aside, and `cases:` may be
+/// absent). `monitor`'s shadow evaluation runs it over the traffic's questions. A file without
+/// `system:` is a located error whose help says so.
+pub fn load_config_for_given_cases(
+    path: &Path,
+    overrides: &[String],
+    catalog: &dyn EvaluatorCatalog,
+) -> Result<ProjectConfig, ConfigError> {
+    load_config_with(path, overrides, Source::GivenCases, catalog)
+}
+
+/// What a loaded config evaluates.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// As the file says: `system:` over `cases:`, or `dataset:`.
+    AsWritten,
+    /// A recorded dataset named by the caller.
+    Dataset(&'a Path),
+    /// The file's `system:` over cases the caller brings.
+    GivenCases,
+}
+
 fn load_config_inner(
     path: &Path,
     overrides: &[String],
     dataset: Option<&Path>,
+    catalog: &dyn EvaluatorCatalog,
+) -> Result<ProjectConfig, ConfigError> {
+    let source = match dataset {
+        Some(d) => Source::Dataset(d),
+        None => Source::AsWritten,
+    };
+    load_config_with(path, overrides, source, catalog)
+}
+
+fn load_config_with(
+    path: &Path,
+    overrides: &[String],
+    source: Source<'_>,
     catalog: &dyn EvaluatorCatalog,
 ) -> Result<ProjectConfig, ConfigError> {
     let doc = read_document(path)?;
@@ -638,21 +674,39 @@ fn load_config_inner(
     for assignment in overrides {
         apply_override(&mut value, assignment)?;
     }
-    if let (Some(dataset), Value::Object(obj)) = (dataset, &mut value) {
-        obj.remove("system");
-        obj.remove("cases");
-        obj.insert(
-            "dataset".to_string(),
-            Value::String(dataset.display().to_string()),
-        );
+    if let Value::Object(obj) = &mut value {
+        match source {
+            Source::AsWritten => {}
+            Source::Dataset(dataset) => {
+                obj.remove("system");
+                obj.remove("cases");
+                obj.insert(
+                    "dataset".to_string(),
+                    Value::String(dataset.display().to_string()),
+                );
+            }
+            Source::GivenCases => {
+                obj.remove("dataset");
+                if !obj.contains_key("system") {
+                    let mut err = doc.error_at("", false, "missing key `system`");
+                    err.key_path = Some("system".to_string());
+                    err.help = Some(
+                        "the candidate system runs over questions given to it (monitor.shadow): add it under `system:`, e.g. `system: {rag: {object: app:Candidate}}`"
+                            .to_string(),
+                    );
+                    return Err(err.into());
+                }
+            }
+        }
     }
+    let cases_required = !matches!(source, Source::GivenCases);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let dir = if dir.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {
         dir
     };
-    let mut options = validate(&doc, &value, overrides, &dir, catalog)?;
+    let mut options = validate_with(&doc, &value, overrides, &dir, catalog, cases_required)?;
     resolve_local_model_paths(&mut options.judges, &dir);
     Ok(ProjectConfig {
         source: doc,
@@ -672,6 +726,18 @@ pub fn validate(
     overrides: &[String],
     dir: &Path,
     catalog: &dyn EvaluatorCatalog,
+) -> Result<ProjectOptions, SourceError> {
+    validate_with(doc, value, overrides, dir, catalog, true)
+}
+
+/// [`validate`], with `cases:` required beside `system:` or not (the caller brings them).
+fn validate_with(
+    doc: &YamlDocument,
+    value: &Value,
+    overrides: &[String],
+    dir: &Path,
+    catalog: &dyn EvaluatorCatalog,
+    cases_required: bool,
 ) -> Result<ProjectOptions, SourceError> {
     let evaluator_types = catalog.type_names();
     if let Some(items) = value.get("evaluators").and_then(Value::as_array) {
@@ -730,7 +796,7 @@ pub fn validate(
             );
             return Err(err);
         }
-        (Some(_), None) if options.cases.is_empty() => {
+        (Some(_), None) if cases_required && options.cases.is_empty() => {
             let mut err = doc.error_at("", false, "missing key `cases`");
             err.key_path = Some("cases".to_string());
             err.help = Some("add `cases:` here".to_string());

@@ -45,6 +45,7 @@ pub mod position;
 pub mod production;
 pub mod run;
 pub mod settings;
+pub mod shadow;
 pub mod source;
 pub mod store;
 pub mod summary;

@@ -61,6 +61,49 @@ pub struct MonitorOptions {
     /// performance drift against a control band.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftOptions>,
+    /// Shadow evaluation: the project's `system:` (the candidate) run over a window's
+    /// questions and compared with production case by case, under a comparison policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowOptions>,
+}
+
+/// `monitor.shadow` (seed 000 Part 10, "shadow"): the candidate system — the `system:` of the
+/// config `monitor` reads — answers the questions production answered in a window, both
+/// sides are judged by the same evaluators, and the two runs are compared case by case under
+/// a written policy (the `oloproof compare` format), whose gate joins the monitor's exit code.
+///
+/// ```yaml
+/// shadow:
+///   policy: shadow-policy.yaml          # decisions, as for `oloproof compare`
+///   window: latest                      # latest | horizon | a window's start (2026-11-30)
+///   evaluators: [entity_grounding]      # default: every tier's criteria
+///   max_cases: 200                      # the smallest draws of the window's traces
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowOptions {
+    /// The comparison policy (YAML, as `oloproof compare --policy` reads), relative to the
+    /// config's folder: the candidate is the policy's candidate, production its baseline.
+    pub policy: String,
+    /// Whose questions: `latest` (the latest window, the default), `horizon` (every window
+    /// of the SLO horizon), or a window's start as a date or RFC 3339 time.
+    #[serde(default = "default_shadow_window")]
+    pub window: String,
+    /// The criteria compared (each judged by a tier); default: every tier's criteria.
+    #[serde(default)]
+    pub evaluators: Vec<String>,
+    /// Most traces compared: above it, the ones with the smallest draw (the sampling draw,
+    /// so the tiers have mostly judged the production side already). Default 200.
+    #[serde(default = "default_shadow_cases")]
+    pub max_cases: usize,
+}
+
+fn default_shadow_window() -> String {
+    "latest".to_string()
+}
+
+fn default_shadow_cases() -> usize {
+    200
 }
 
 /// `monitor.drift` (seed 000 Part 10, "Détection du drift"):
@@ -713,6 +756,9 @@ pub fn validate_monitor(
     if let Some(d) = &m.drift {
         validate_drift(doc, overrides, d)?;
     }
+    if let Some(shadow) = &m.shadow {
+        validate_shadow(doc, overrides, shadow)?;
+    }
     if !(m.review.low_confidence_margin.is_finite() && m.review.low_confidence_margin >= 0.0) {
         return fail(
             "review.low_confidence_margin",
@@ -725,6 +771,43 @@ pub fn validate_monitor(
 
 /// Checks `monitor.drift`'s values (whether `embedder` names a local embedding judge, a
 /// criterion is tiered and a reference time parses is checked by the engine).
+/// Checks `monitor.shadow`'s values (whether its criteria are tiered, its window time parses
+/// and the config has a `system:` is checked by the engine, which knows them).
+fn validate_shadow(
+    doc: &YamlDocument,
+    overrides: &[String],
+    s: &ShadowOptions,
+) -> Result<(), SourceError> {
+    let fail = |key: &str, message: String, expected: &str| {
+        let path = format!("monitor.shadow.{key}");
+        let mut err = doc.error_at(&path, true, message);
+        err.expected = Some(expected.to_string());
+        Err(attribute(err, overrides, &path))
+    };
+    if s.policy.trim().is_empty() {
+        return fail(
+            "policy",
+            "an empty policy path".into(),
+            "a comparison policy file, e.g. shadow-policy.yaml",
+        );
+    }
+    if s.window.trim().is_empty() {
+        return fail(
+            "window",
+            "an empty window".into(),
+            "`latest`, `horizon`, or a window's start such as 2026-11-30",
+        );
+    }
+    if s.max_cases == 0 {
+        return fail(
+            "max_cases",
+            "`max_cases` must be at least 1".into(),
+            "a number of traces, e.g. 200",
+        );
+    }
+    Ok(())
+}
+
 fn validate_drift(
     doc: &YamlDocument,
     overrides: &[String],

@@ -339,6 +339,69 @@ fn preference_of(label: Option<&str>, a_side: Side) -> Preference {
     }
 }
 
+/// The pairwise judgments a policy's `pairwise:` block asks for, made as `oloproof compare`
+/// makes them: the policy is checked against the runs (a located error when they share no
+/// case), then its judge (declared in `judges`, a chat judge, calibrated when it decides); only
+/// that judge is built; the pairs are judged through the store's judge-call cache, whose new
+/// entries are committed before returning.
+///
+/// # Errors
+///
+/// [`CompareError::Policy`] for a policy that does not fit the runs or names a judge that is
+/// not declared; [`CompareError::PairwiseJudge`] for a judge that cannot be built or used;
+/// [`CompareError::Engine`] when the store fails.
+pub fn judge_policy_pairs(
+    policy: &crate::compare::Policy,
+    judges: &BTreeMap<String, Value>,
+    store: &mut dyn Store,
+    location: &oloproof_core::store::StoreLocation,
+    candidate: &LoadedRun,
+    baseline: &LoadedRun,
+) -> Result<PairwiseComparison, crate::compare::CompareError> {
+    use crate::compare::CompareError;
+    let Some(options) = policy.pairwise() else {
+        return Err(CompareError::PairwiseNotJudged);
+    };
+    // No shared case is a policy error located in the policy file, reported before the judges.
+    policy.check(candidate, baseline)?;
+    let mut calibrated = false;
+    policy.check_pairwise_judge(judges, |name| {
+        calibrated = is_calibrated(&*store, judges, name)?;
+        Ok(calibrated)
+    })?;
+    if options.exploratory {
+        calibrated = is_calibrated(&*store, judges, &options.judge)?;
+    }
+    // Only the pairwise judge is built (a local model of another judge is not loaded); one
+    // that cannot be built is a settings error.
+    let only: BTreeMap<String, Value> = judges
+        .iter()
+        .filter(|(name, _)| **name == options.judge)
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let registry = crate::judged::JudgeRegistry::from_options(&only)
+        .map_err(|e| CompareError::PairwiseJudge(e.to_string()))?;
+    let client = registry.client(&options.judge).ok_or_else(|| {
+        CompareError::PairwiseJudge(format!("no judge named `{}`", options.judge))
+    })?;
+    // The store is open at this location: a reader that cannot open is a real failure (judging
+    // every pair again, uncached and billed, without a word would be worse).
+    let reader = oloproof_store::open_reader(location).map_err(EngineError::from)?;
+    let cache = crate::judged::StoreJudgeCache::new(Some(reader));
+    let setup = PairwiseSetup {
+        options,
+        judge: client,
+        cache: &cache,
+        calibrated,
+    };
+    let judged = judge_pairs(candidate, baseline, &setup)
+        .map_err(|e| CompareError::PairwiseJudge(e.to_string()))?;
+    store
+        .put_cache_entries(&cache.take_writes())
+        .map_err(EngineError::from)?;
+    Ok(judged)
+}
+
 /// Judges every shared case of `candidate` and `baseline` in both orders with `setup`'s judge
 /// and computes the tallies, the interval, the sign test and the bias reports. The order seed
 /// is the baseline's recorded `bootstrap.seed`.

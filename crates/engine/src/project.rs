@@ -18,6 +18,17 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<ProjectConfig, C
     validate(config)
 }
 
+/// Loads `path` like [`load_config`], for a caller that brings its own cases: the file's
+/// `system:` runs, `cases:` may be absent (`monitor`'s shadow evaluation).
+pub fn load_config_for_given_cases(
+    path: &Path,
+    overrides: &[String],
+) -> Result<ProjectConfig, ConfigError> {
+    let config =
+        oloproof_core::config::load_config_for_given_cases(path, overrides, &evaluators::Catalog)?;
+    validate(config)
+}
+
 /// Loads `path` like [`load_config`], evaluating the recorded `dataset` (`run --dataset`)
 /// instead of the file's `system:`/`dataset:` (its `cases:` is ignored too).
 pub fn load_config_for_dataset(

@@ -285,7 +285,7 @@ pub(super) fn check_drift(
 }
 
 /// A reference window's start: a date (`2026-11-28`, its UTC midnight) or an RFC 3339 time.
-fn reference_start(text: &str) -> Option<i64> {
+pub(super) fn reference_start(text: &str) -> Option<i64> {
     let t = text.trim();
     if t.len() == 10 {
         parse_rfc3339_ms(&format!("{t}T00:00:00Z"))

@@ -44,10 +44,13 @@
 //!    first run), and performance drift of a feedback share or criterion against a control
 //!    band; each an alert (`query_drift`, `probe_drift`, `performance_drift`).
 //!
-//! Not here yet: shadow evaluation, the viewer page.
+//! 9. **Shadow evaluation** (`monitor.shadow`, [`shadow`]): the config's `system:` answers the
+//!    questions of a window's traces, both sides are judged by the same evaluators, and the
+//!    comparison's gate (the `oloproof compare` policy) joins [`MonitorReport::breached`].
 
 pub mod drift;
 pub mod math;
+pub mod shadow;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -94,6 +97,8 @@ pub struct MonitorRequest<'a> {
     pub flags: RunFlags,
     /// `--review-queue N`: the size of the blind random part of the queue.
     pub review_queue: Option<usize>,
+    /// The candidate and policy of `monitor.shadow` (required when it is configured).
+    pub shadow: Option<shadow::ShadowRequest<'a>>,
 }
 
 /// What `monitor` produced: the report and, when asked, the review queue's rows.
@@ -134,12 +139,17 @@ pub struct MonitorReport {
     /// Drift, when `monitor.drift` is configured (its alerts are in `alerts`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<drift::DriftReport>,
+    /// Shadow evaluation, when `monitor.shadow` is configured (its gate joins the exit code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<oloproof_core::shadow::ShadowReport>,
 }
 
 impl MonitorReport {
     /// Whether an alert fired or an SLO is not met (exit 3).
     pub fn breached(&self) -> bool {
-        self.alerts.iter().any(|a| a.fired) || self.slos.iter().any(|s| s.decision.state.fails())
+        self.alerts.iter().any(|a| a.fired)
+            || self.slos.iter().any(|s| s.decision.state.fails())
+            || self.shadow.as_ref().is_some_and(|s| s.blocked())
     }
 }
 
@@ -884,6 +894,43 @@ pub fn monitor(
         None => None,
     };
 
+    // 9. Shadow evaluation.
+    let shadow_report = match (&m.shadow, &req.shadow) {
+        (Some(options), Some(request)) => {
+            let tiered: Vec<&str> = m
+                .sampling
+                .tiers
+                .iter()
+                .flat_map(|t| t.evaluators.iter().map(String::as_str))
+                .collect();
+            let window_list: Vec<i64> = windows.iter().copied().collect();
+            Some(shadow::shadow(
+                &shadow::ShadowInput {
+                    req,
+                    shadow: request,
+                    options,
+                    placed: &placed,
+                    windows: &window_list,
+                    horizon_start,
+                    size,
+                    seed: m.sampling.seed,
+                    criteria: shadow::shadow_criteria(options, &tiered),
+                },
+                observer,
+                &mut incomplete,
+            )?)
+        }
+        (Some(_), None) => {
+            return Err(config_error(
+                config,
+                "monitor.shadow",
+                "shadow evaluation needs the candidate system, and none was given".into(),
+                Some("monitor reads the candidate from the config's `system:`".into()),
+            ))
+        }
+        (None, _) => None,
+    };
+
     // Errors and completeness.
     let errors = ErrorShare {
         errors: horizon.iter().filter(|p| p.error).count() as u64,
@@ -948,6 +995,7 @@ pub fn monitor(
         incomplete,
         review,
         drift: drift_report,
+        shadow: shadow_report,
     };
     Ok(MonitorOutput {
         report,
@@ -1073,6 +1121,9 @@ fn check_references(
     }
     if let Some(d) = &m.drift {
         drift::check_drift(config, d, &tiered, criteria)?;
+    }
+    if let Some(s) = &m.shadow {
+        shadow::check_shadow(config, s, &tiered)?;
     }
     Ok(())
 }
