@@ -341,3 +341,65 @@ fn bad_shadow_settings_are_located() {
     assert!(err.contains("shadow.yaml:2:"), "{err}");
     assert!(err.contains("entity_grounding"), "{err}");
 }
+
+/// The policy's `pairwise:` block: production's and the candidate's answers judged head to
+/// head, in both orders, by a judge (the in-process mock, OpenAI wire format) that prefers the
+/// answer dated 3 March — the grounded one — wherever it is shown.
+#[test]
+fn the_policy_pairwise_block_judges_both_answers_head_to_head() {
+    use oloproof_judge::mock::{MockReply, MockServer};
+    let server = MockServer::start();
+    server.respond_with(|r| {
+        let user = r.body["messages"][1]["content"].as_str().unwrap_or("");
+        let a = user.split("Answer A: ").nth(1).unwrap_or("");
+        let (a, b) = a.split_once("\n\nAnswer B: ").unwrap_or((a, ""));
+        let winner = match (a.contains("3 March"), b.contains("3 March")) {
+            (true, false) => "A",
+            (false, true) => "B",
+            _ => "tie",
+        };
+        MockReply::json(json!({"reason": format!("picked {winner}"), "winner": winner}))
+            .with_usage(100, 10)
+    });
+    let judges = format!(
+        "judges:\n  fair: {{provider: openai, base_url: \"{}\", model: gpt-4o, api_key_env: OLOPROOF_TEST_SHADOW_KEY, max_retries: 0, timeout_s: 5}}\n",
+        server.base_url()
+    );
+    let text =
+        config("Candidate", SHADOW).replace("evaluators:\n", &format!("{judges}evaluators:\n"));
+    let (_tmp, dir) = project(&text);
+    std::fs::write(
+        dir.join("shadow.yaml"),
+        format!("{POLICY}pairwise: {{judge: fair, exploratory: true}}\n"),
+    )
+    .unwrap();
+    let o = oloproof_env(
+        &dir,
+        &["monitor", ".", "--json"],
+        &[("OLOPROOF_TEST_SHADOW_KEY", "sk-test-shadow")],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&o), stderr(&o)));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = &v["shadow"]["comparison"]["pairwise"];
+    assert_eq!(p["judge"], "fair", "{p}");
+    assert_eq!(p["exploratory"], true);
+    // Production invented every other answer that day: those pairs go to the candidate, the
+    // others (both dated 3 March) are ties; none goes to production.
+    let tally = &p["tally"];
+    let (wins, losses, ties) = (
+        tally["wins"].as_u64().unwrap(),
+        tally["losses"].as_u64().unwrap(),
+        tally["ties"].as_u64().unwrap(),
+    );
+    assert_eq!(wins + ties, 25, "{tally}");
+    assert!(wins >= 5, "{tally}");
+    assert_eq!(losses, 0, "{tally}");
+    assert_eq!(p["judge_errors"], 0);
+    // The key never reaches the report.
+    assert_eq!(p["consistency"]["judged"], 25);
+    // Both orders of every pair; a tie of two identical answers reads the same in both orders,
+    // so its second call is served by the judge-call cache.
+    assert_eq!(server.requests().len() as u64, 2 * wins + ties);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("sk-test-shadow"));
+}

@@ -321,6 +321,7 @@ pub struct ChatMessage {
 pub fn input_messages(span: &Span, notes: &mut Notes) -> Option<Vec<ChatMessage>> {
     flattened_messages(span, "llm.input_messages", notes)
         .or_else(|| genai_messages(span, "gen_ai.input.messages", notes))
+        .or_else(|| flattened_genai_messages(span, "gen_ai.input.messages", notes))
         .or_else(|| legacy_messages(span, "gen_ai.prompt", notes))
         .or_else(|| event_messages(span, false))
 }
@@ -329,6 +330,7 @@ pub fn input_messages(span: &Span, notes: &mut Notes) -> Option<Vec<ChatMessage>
 pub fn output_messages(span: &Span, notes: &mut Notes) -> Option<Vec<ChatMessage>> {
     flattened_messages(span, "llm.output_messages", notes)
         .or_else(|| genai_messages(span, "gen_ai.output.messages", notes))
+        .or_else(|| flattened_genai_messages(span, "gen_ai.output.messages", notes))
         .or_else(|| legacy_messages(span, "gen_ai.completion", notes))
         .or_else(|| event_messages(span, true))
 }
@@ -390,6 +392,71 @@ fn flattened_messages(span: &Span, prefix: &str, notes: &mut Notes) -> Option<Ve
                 content: content.or_else(|| {
                     (!parts.is_empty()).then(|| parts.into_values().collect::<Vec<_>>().join("\n"))
                 }),
+            })
+            .collect(),
+    )
+}
+
+/// A part of a flattened GenAI message being read: its `type` and `content`.
+type GenAiPart = (Option<String>, Option<String>);
+
+/// Current GenAI messages that a store or pipeline flattened into dotted keys, as Phoenix
+/// does with a structured (non-string) `gen_ai.input.messages`:
+/// `gen_ai.input.messages.{i}.role` and `gen_ai.input.messages.{i}.parts.{j}.{type,content}`
+/// (a part without a `type` is read as text, as a part of type `text` is).
+fn flattened_genai_messages(
+    span: &Span,
+    prefix: &str,
+    notes: &mut Notes,
+) -> Option<Vec<ChatMessage>> {
+    let head = format!("{prefix}.");
+    let mut by_index: BTreeMap<usize, (Option<String>, BTreeMap<usize, GenAiPart>)> =
+        BTreeMap::new();
+    for (key, value) in span.attributes.range(head.clone()..) {
+        let Some(rest) = key.strip_prefix(&head) else {
+            break;
+        };
+        let Some((index, field)) = rest.split_once('.') else {
+            continue;
+        };
+        let Ok(index) = index.parse::<usize>() else {
+            continue;
+        };
+        let entry = by_index.entry(index).or_default();
+        if field == "role" {
+            entry.0 = text_of(value, key, notes);
+            continue;
+        }
+        let Some((part, part_field)) = field
+            .strip_prefix("parts.")
+            .and_then(|r| r.split_once('.'))
+            .and_then(|(j, f)| j.parse::<usize>().ok().map(|j| (j, f)))
+        else {
+            continue;
+        };
+        let slot = entry.1.entry(part).or_default();
+        match part_field {
+            "type" => slot.0 = text_of(value, key, notes),
+            "content" => slot.1 = text_of(value, key, notes),
+            _ => {}
+        }
+    }
+    if by_index.is_empty() {
+        return None;
+    }
+    Some(
+        by_index
+            .into_values()
+            .map(|(role, parts)| {
+                let texts: Vec<String> = parts
+                    .into_values()
+                    .filter(|(kind, _)| kind.as_deref().is_none_or(|k| k == "text"))
+                    .filter_map(|(_, content)| content)
+                    .collect();
+                ChatMessage {
+                    role,
+                    content: (!texts.is_empty()).then(|| texts.join("\n")),
+                }
             })
             .collect(),
     )
@@ -816,6 +883,46 @@ mod tests {
         let bad = span(json!({"gen_ai.retrieval.documents": "not json"}));
         assert_eq!(genai_documents(&bad, &mut notes), None);
         assert_eq!(notes.len(), 1);
+    }
+
+    #[test]
+    fn flattened_genai_messages_are_read_as_the_structured_ones() {
+        let flat = span(json!({
+            "gen_ai.input.messages.0.role": "system",
+            "gen_ai.input.messages.0.parts.0.type": "text",
+            "gen_ai.input.messages.0.parts.0.content": "be brief",
+            "gen_ai.input.messages.1.role": "user",
+            "gen_ai.input.messages.1.parts.0.type": "text",
+            "gen_ai.input.messages.1.parts.0.content": "What is the standard shipping time?",
+            "gen_ai.input.messages.1.parts.1.type": "image",
+            "gen_ai.input.messages.1.parts.1.content": "ignored",
+            "gen_ai.input.messages.1.parts.2.content": "second line",
+        }));
+        let mut notes = Notes::new();
+        let input = input_messages(&flat, &mut notes).unwrap();
+        assert_eq!(
+            input,
+            vec![
+                ChatMessage {
+                    role: Some("system".into()),
+                    content: Some("be brief".into())
+                },
+                ChatMessage {
+                    role: Some("user".into()),
+                    content: Some("What is the standard shipping time?\nsecond line".into())
+                },
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let structured = span(json!({
+            "gen_ai.input.messages": [
+                {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+                {"role": "user", "parts": [
+                    {"type": "text", "content": "What is the standard shipping time?"},
+                    {"type": "text", "content": "second line"}]},
+            ],
+        }));
+        assert_eq!(input_messages(&structured, &mut notes).unwrap(), input);
     }
 
     #[test]

@@ -558,7 +558,9 @@ fn json_any_value(v: &Value) -> Result<Value, String> {
             "an `AnyValue` must be an object such as {{\"stringValue\": \"…\"}}, got {v}"
         ));
     };
-    let Some((key, inner)) = obj.iter().next() else {
+    // Proto3's JSON mapping reads `null` as a field's default, that is, not set: Phoenix's
+    // `spans/otlpv1` export writes every `AnyValue` field, the unset ones as `null`.
+    let Some((key, inner)) = obj.iter().find(|(_, v)| !v.is_null()) else {
         return Ok(Value::Null);
     };
     match key.as_str() {
@@ -1272,6 +1274,70 @@ mod tests {
         assert_eq!(s.events[0].attributes["exception.message"], json!("boom"));
         assert_eq!(s.status.as_ref().unwrap().code, StatusCode::Error);
         assert_eq!(s.at.to_string(), "t.jsonl:1");
+    }
+
+    /// Phoenix's `GET /v1/projects/{p}/spans/otlpv1` writes every `AnyValue` field, the unset
+    /// ones as `null`, and `null` for absent span fields: read as not set (proto3 JSON), by
+    /// the typed reader and the `Value` reader alike.
+    #[test]
+    fn null_fields_are_not_set_as_phoenix_otlpv1_writes_them() {
+        let any = |k: &str, v: Value| {
+            let mut o = serde_json::Map::new();
+            for f in [
+                "array_value",
+                "bool_value",
+                "bytes_value",
+                "double_value",
+                "int_value",
+                "kvlist_value",
+                "string_value",
+            ] {
+                o.insert(f.into(), if f == k { v.clone() } else { Value::Null });
+            }
+            Value::Object(o)
+        };
+        let line = json!({"data": null, "resource_spans": [{"scope_spans": [{"spans": [{
+            "trace_id": "0af7651916cd43dd8448eb211c800005",
+            "span_id": "00f067aa0ba9000f",
+            "parent_span_id": null,
+            "name": "rag.query",
+            "kind": "SPAN_KIND_INTERNAL",
+            "start_time_unix_nano": 1764633840000000000u64,
+            "end_time_unix_nano": 1764633840305999872u64,
+            "attributes": [
+                {"key": "input.value", "value": any("string_value", json!("q"))},
+                {"key": "n", "value": any("int_value", json!(3))},
+                {"key": "x", "value": any("double_value", json!(0.4))},
+                {"key": "tags", "value": any("array_value", json!({"values": [any("string_value", json!("a"))]}))},
+                {"key": "unset", "value": any("none", Value::Null)},
+            ],
+            "events": null, "links": null, "flags": null, "trace_state": null,
+            "dropped_attributes_count": null,
+            "status": {"code": 0, "message": null}
+        }]}]}]});
+        let mut out = Decoded::default();
+        decode_json_line(&line.to_string(), &line_at(1), &mut out);
+        assert!(out.summary.problems.is_empty(), "{:?}", out.summary.first);
+        let s = &out.spans[0];
+        assert_eq!(s.attributes["input.value"], json!("q"));
+        assert_eq!(s.attributes["n"], json!(3));
+        assert_eq!(s.attributes["x"], json!(0.4));
+        assert_eq!(s.attributes["tags"], json!(["a"]));
+        assert_eq!(s.attributes["unset"], Value::Null);
+        assert_eq!(s.parent_span_id, None);
+        // The same values through the `Value` reader.
+        for (k, v, want) in [
+            ("string_value", json!("q"), json!("q")),
+            ("int_value", json!("7"), json!(7)),
+            ("bool_value", json!(true), json!(true)),
+            (
+                "kvlist_value",
+                json!({"values": [{"key": "k", "value": any("int_value", json!(1))}]}),
+                json!({"k": 1}),
+            ),
+        ] {
+            assert_eq!(json_any_value(&any(k, v)), Ok(want));
+        }
     }
 
     #[test]

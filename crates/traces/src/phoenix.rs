@@ -154,7 +154,9 @@ impl PhoenixReader {
             return;
         };
         if obj.contains_key("resourceSpans") || obj.contains_key("resource_spans") {
+            let first = self.decoded.spans.len();
             otlp::decode_json_value(value, at, &mut self.decoded);
+            self.regroup_from(first);
         } else if obj.contains_key("context") || obj.contains_key("context.span_id") {
             self.decoded.summary.spans_read += 1;
             if let Some(span) = phoenix_span(obj, at, &mut self.decoded.summary) {
@@ -178,10 +180,21 @@ impl PhoenixReader {
         {
             // One OTLP span as Phoenix's `spans/otlpv1` writes it: read by the OTLP reader.
             let wrapped = json!({"resourceSpans": [{"scopeSpans": [{"spans": [value]}]}]});
+            let first = self.decoded.spans.len();
             otlp::decode_json_value(&wrapped, at, &mut self.decoded);
+            self.regroup_from(first);
         } else {
             let keys: Vec<&str> = obj.keys().map(String::as_str).take(6).collect();
             self.not_phoenix(at, format!("an object with keys {}", keys.join(", ")));
+        }
+    }
+
+    /// Phoenix flattens a JSON `metadata` attribute into dotted keys in every export
+    /// (`metadata.intent`, `retrieval.documents.0.document.metadata.topic`), its OTLP-shaped
+    /// ones included: the spans read from index `first` on get their `metadata` objects back.
+    fn regroup_from(&mut self, first: usize) {
+        for span in &mut self.decoded.spans[first..] {
+            regroup_metadata(&mut span.attributes);
         }
     }
 

@@ -155,18 +155,24 @@ pub mod pg;
 /// `scripts/test`), or `None` (skip) when not configured; under
 /// `OLOPROOF_REQUIRE_REFERENCES=1` (CI) its absence fails the test instead.
 pub fn reference_python() -> Option<String> {
+    reference_tool("OLOPROOF_REFERENCE_PYTHON")
+}
+
+/// The reference tool named by the environment variable `var` (set by scripts/test), or `None`
+/// with a note on stderr; with `OLOPROOF_REQUIRE_REFERENCES=1` a missing one fails the test.
+pub fn reference_tool(var: &str) -> Option<String> {
     let required = std::env::var("OLOPROOF_REQUIRE_REFERENCES").as_deref() == Ok("1");
-    match std::env::var("OLOPROOF_REFERENCE_PYTHON") {
+    match std::env::var(var) {
         Ok(p) if !p.is_empty() => Some(p),
         _ => {
             assert!(
                 !required,
-                "OLOPROOF_REQUIRE_REFERENCES=1 but OLOPROOF_REFERENCE_PYTHON is not set"
+                "OLOPROOF_REQUIRE_REFERENCES=1 but {var} is not set"
             );
             let mut err = std::io::stderr().lock();
             let _ = std::io::Write::write_all(
                 &mut err,
-                b"skipped: OLOPROOF_REFERENCE_PYTHON is not set (scripts/test sets it)\n",
+                format!("skipped: {var} is not set (scripts/test sets it)\n").as_bytes(),
             );
             None
         }

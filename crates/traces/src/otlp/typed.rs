@@ -637,37 +637,50 @@ impl<'de> Deserialize<'de> for AnyValue {
                 f.write_str("AnyValue")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let Some(k) = map.next_key::<Str>()? else {
-                    return Ok(AnyValue(Value::Null));
-                };
-                let value = match &*k.0 {
-                    "stringValue" | "string_value" | "bytesValue" | "bytes_value" => {
-                        Value::String(map.next_value::<String>()?)
-                    }
-                    "boolValue" | "bool_value" => Value::Bool(map.next_value::<bool>()?),
-                    "intValue" | "int_value" => match map.next_value::<IntLike>()? {
-                        IntLike::Int(i) => Value::from(i64::try_from(i).map_err(|_| fallback())?),
-                        IntLike::NotInt => return Err(fallback()),
-                    },
-                    "doubleValue" | "double_value" => map.next_value::<Double>()?.0,
-                    "arrayValue" | "array_value" => {
-                        let list: Values<AnyValue> = map.next_value()?;
-                        Value::Array(list.0.into_iter().map(|v| v.0).collect())
-                    }
-                    "kvlistValue" | "kvlist_value" => {
-                        let list: Values<KvEntry> = map.next_value()?;
-                        let mut m = Map::new();
-                        for e in list.0 {
-                            m.insert(e.0, e.1);
+                // A field written as `null` is not set (proto3's JSON mapping; Phoenix's
+                // `spans/otlpv1` writes every field, the unset ones as `null`); more than one
+                // set field goes to the `Value` reader.
+                let mut value: Option<Value> = None;
+                while let Some(k) = map.next_key::<Str>()? {
+                    let set = match &*k.0 {
+                        "stringValue" | "string_value" | "bytesValue" | "bytes_value" => {
+                            map.next_value::<Option<String>>()?.map(Value::String)
                         }
-                        Value::Object(m)
+                        "boolValue" | "bool_value" => {
+                            map.next_value::<Option<bool>>()?.map(Value::Bool)
+                        }
+                        "intValue" | "int_value" => match map.next_value::<Option<IntLike>>()? {
+                            None => None,
+                            Some(IntLike::Int(i)) => {
+                                Some(Value::from(i64::try_from(i).map_err(|_| fallback())?))
+                            }
+                            Some(IntLike::NotInt) => return Err(fallback()),
+                        },
+                        "doubleValue" | "double_value" => {
+                            map.next_value::<Option<Double>>()?.map(|d| d.0)
+                        }
+                        "arrayValue" | "array_value" => map
+                            .next_value::<Option<Values<AnyValue>>>()?
+                            .map(|list| Value::Array(list.0.into_iter().map(|v| v.0).collect())),
+                        "kvlistValue" | "kvlist_value" => {
+                            map.next_value::<Option<Values<KvEntry>>>()?.map(|list| {
+                                let mut m = Map::new();
+                                for e in list.0 {
+                                    m.insert(e.0, e.1);
+                                }
+                                Value::Object(m)
+                            })
+                        }
+                        _ => return Err(fallback()),
+                    };
+                    if let Some(v) = set {
+                        if value.is_some() {
+                            return Err(fallback());
+                        }
+                        value = Some(v);
                     }
-                    _ => return Err(fallback()),
-                };
-                if map.next_key::<Skip>()?.is_some() {
-                    return Err(fallback());
                 }
-                Ok(AnyValue(value))
+                Ok(AnyValue(value.unwrap_or(Value::Null)))
             }
         }
         d.deserialize_map(V)
