@@ -4,7 +4,8 @@
 //! OpenInference conventions) sends it its spans over OTLP/HTTP, a user's thumbs-down is logged
 //! as a span annotation through Phoenix's REST API, and Phoenix's own exports — the spans
 //! (`GET /v1/projects/default/spans`), the OTLP-shaped spans (`…/spans/otlpv1`) and the span
-//! annotations — are imported. Each gives the records the app's own OTLP file gives, field for
+//! annotations, and the spans dataframe of its Python client written by pandas — are
+//! imported. Each gives the records the app's own OTLP file gives, field for
 //! field, apart from the source (`phoenix`), the annotation's feedback, and, for the OTLP-shaped
 //! export, times Phoenix rounds through a float (under a microsecond).
 
@@ -213,6 +214,25 @@ fn spans_exported_by_a_real_phoenix_import_as_the_app_wrote_them() {
         "{}/v1/projects/default/spans/otlpv1?limit=1000",
         server.base
     ));
+    // The spans dataframe, as Phoenix's own Python client returns it, written by pandas.
+    let python = Path::new(&phoenix).with_file_name("python");
+    let script = format!(
+        "from phoenix.client import Client\n\
+         df = Client(base_url={:?}).spans.get_spans_dataframe(project_identifier='default')\n\
+         assert len(df) == 17, len(df)\n\
+         df.to_json('phoenix-df.jsonl', orient='records', lines=True, date_format='iso')\n",
+        server.base
+    );
+    let out = Command::new(&python)
+        .args(["-c", &script])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the dataframe export failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(dir.join("phoenix-spans.json"), spans.to_string()).unwrap();
     std::fs::write(
         dir.join("phoenix-annotations.json"),
@@ -262,6 +282,20 @@ fn spans_exported_by_a_real_phoenix_import_as_the_app_wrote_them() {
     );
     for (id, record) in &want {
         same_record(record, &rest[id], 0.0, id);
+    }
+    // The dataframe: the same records.
+    let summary = import(dir, &["phoenix-df.jsonl"], "df.jsonl");
+    assert!(
+        summary.starts_with("Imported 1 file (phoenix): 17 spans read = 17 used + 0 dropped"),
+        "{summary}"
+    );
+    let df = records(&dir.join("df.jsonl"));
+    assert_eq!(
+        df.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (id, record) in &want {
+        same_record(record, &df[id], 0.0, id);
     }
     // The OTLP-shaped export: Phoenix keeps times as floats, off by under a microsecond.
     let otlp = records(&dir.join("otlp.jsonl"));

@@ -10,9 +10,10 @@
 //!   attributes flattened to dotted keys (`llm.token_count.prompt`,
 //!   `retrieval.documents.0.document.id`) and `openinference.span.kind` moved to `span_kind`.
 //!   The page, its `data` array, a JSON array of spans, or one span per line are read.
-//! - **The spans dataframe** — `px.Client().spans.get_spans_dataframe()` written with
-//!   `df.reset_index().to_json(orient="records", lines=True, date_format="iso")` (or without
-//!   `date_format`: pandas then writes epoch milliseconds, read as such): one row per span with
+//! - **The spans dataframe** — `phoenix.client.Client().spans.get_spans_dataframe()` written
+//!   with `df.to_json(orient="records", lines=True, date_format="iso")` (Phoenix 20 keeps
+//!   `context.span_id` as a column beside the index; older versions need `reset_index()`
+//!   first; without `date_format` pandas writes epoch milliseconds, read as such): one row per span with
 //!   columns `context.span_id`, `context.trace_id`, `parent_id`, `name`, `span_kind`,
 //!   `start_time`, `end_time`, `status_code`, `status_message`, `events` and `attributes.*`
 //!   (nested lists of objects such as `attributes.retrieval.documents` or
