@@ -269,7 +269,7 @@ fn run(args: RunArgs) -> Result<u8, CliError> {
                     )?;
                 }
                 drop(err);
-                start_recorded_run(&config, &dataset, flags, &mut progress)
+                start_recorded_run(&config, dataset, flags, &mut progress)
             }
             None => {
                 let mut cases: Vec<Case> =

@@ -52,17 +52,12 @@ pub(crate) fn dataset_system(config: &ProjectConfig, records: &Dataset) -> Syste
 /// the file they came from).
 pub fn start_recorded_run(
     config: &ProjectConfig,
-    records: &Dataset,
+    records: Dataset,
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
-    start_recorded_run_as(
-        config,
-        records,
-        dataset_system(config, records),
-        flags,
-        observer,
-    )
+    let system = dataset_system(config, &records);
+    start_recorded_run_as(config, records, system, flags, observer)
 }
 
 /// [`start_recorded_run`] under the given system identity instead of the file's
@@ -72,7 +67,7 @@ pub fn start_recorded_run(
 /// re-running a window judges nothing twice.
 pub fn start_recorded_run_as(
     config: &ProjectConfig,
-    records: &Dataset,
+    records: Dataset,
     system: SystemSettings,
     flags: RunFlags,
     observer: &mut dyn RunObserver,
@@ -104,6 +99,14 @@ pub fn start_recorded_run_as(
         what: "the dataset identity".into(),
         source,
     })?;
+    // The records are taken apart, not copied: each trace moves into the recorded system,
+    // each case into the run's list (a monitor's traffic can be large).
+    let mut cases = Vec::with_capacity(records.records.len());
+    let mut traces = std::collections::HashMap::with_capacity(records.records.len());
+    for record in records.records {
+        traces.insert(record.case.id.clone(), record.trace);
+        cases.push(record.case);
+    }
     let plan = RunPlan {
         max_error_rate: flags
             .max_error_rate
@@ -114,18 +117,14 @@ pub fn start_recorded_run_as(
         first: None,
         recorded: Recorded {
             retrievals: Default::default(),
-            traces: records
-                .records
-                .iter()
-                .map(|r| (r.case.id.clone(), r.trace.clone()))
-                .collect(),
+            traces,
             ..Default::default()
         },
     };
     plan.start(
         store.as_mut(),
         &location,
-        records.records.iter().map(|r| &r.case),
+        cases.iter(),
         RunOrigin {
             config_path: &config.path.display().to_string(),
             system_json: &system_json,

@@ -44,7 +44,7 @@ fn the_held_summary_is_the_stored_summary() {
     let config =
         load_config_for_dataset(&dir.join("oloproof.yaml"), &[], &dir.join("data.jsonl")).unwrap();
     let dataset = load_dataset(&dir.join("data.jsonl"), None).unwrap();
-    let outcome = start_recorded_run(&config, &dataset, RunFlags::default(), &mut Silent).unwrap();
+    let outcome = start_recorded_run(&config, dataset, RunFlags::default(), &mut Silent).unwrap();
     let store = SqliteStore::open_reader(&config.store_path()).unwrap();
     let mut stored = summarize_stored(&store, &outcome.run_id, outcome.summary.cache).unwrap();
     stored.incomplete_criteria = outcome.summary.incomplete_criteria.clone();

@@ -685,7 +685,7 @@ pub fn monitor(
             };
             let outcome = crate::recorded::start_recorded_run_as(
                 &tier_config,
-                &dataset,
+                dataset,
                 system.clone(),
                 req.flags,
                 observer,

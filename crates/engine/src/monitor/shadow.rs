@@ -250,12 +250,11 @@ pub(super) fn shadow(
     };
     let production = crate::recorded::start_recorded_run_as(
         &production_config,
-        &dataset,
+        dataset,
         traffic_system(input.req.traffic_path),
         input.req.flags,
         observer,
     )?;
-    drop(dataset);
 
     // The candidate's side: the same cases, evaluators and judges.
     let mut candidate_config = input.shadow.candidate.clone();
