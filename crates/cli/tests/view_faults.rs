@@ -47,7 +47,7 @@ fn fixture() -> (tempfile::TempDir, PathBuf, String) {
     let config =
         load_config_for_dataset(&dir.join("oloproof.yaml"), &[], &dir.join("data.jsonl")).unwrap();
     let dataset = load_dataset(&dir.join("data.jsonl"), None).unwrap();
-    let outcome = start_recorded_run(&config, &dataset, RunFlags::default(), &mut Silent).unwrap();
+    let outcome = start_recorded_run(&config, dataset, RunFlags::default(), &mut Silent).unwrap();
     (tmp, config.store_path(), outcome.run_id)
 }
 

@@ -76,7 +76,7 @@ fn fixture() -> Fixture {
             load_config_for_dataset(&dir.join("oloproof.yaml"), &[], &dir.join(name)).unwrap();
         let dataset = load_dataset(&dir.join(name), None).unwrap();
         let outcome =
-            start_recorded_run(&config, &dataset, RunFlags::default(), &mut Silent).unwrap();
+            start_recorded_run(&config, dataset, RunFlags::default(), &mut Silent).unwrap();
         ids.push((outcome.run_id, config.store_path()));
     }
     let store_path = ids[0].1.clone();
