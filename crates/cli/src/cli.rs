@@ -39,7 +39,7 @@ pub(crate) enum Command {
     LostInTheMiddle(LostInTheMiddleArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
-    /// Write a run, comparison or diagnosis as a self-contained HTML page, Markdown or JUnit XML.
+    /// Write a run, comparison, diagnosis or monitor report as a self-contained HTML page, Markdown or JUnit XML.
     Report(crate::report_cmd::ReportArgs),
     /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).
     Metric(crate::metric_cmd::MetricArgs),
