@@ -66,7 +66,7 @@ pub(crate) enum Command {
     /// Draft a synthetic test set from documents with a judge model (review before use).
     #[command(after_help = exit_codes::HELP)]
     Generate(crate::generate_cmd::GenerateArgs),
-    /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses).
+    /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses, monitor reports).
     View(crate::view_cmd::ViewArgs),
     /// Execute a run's pending cases with other workers sharing it (a Postgres store): claims
     /// batches under a lease until none is left.

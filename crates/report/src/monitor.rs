@@ -374,7 +374,7 @@ fn slos_section(r: &MonitorReport) -> String {
             d.state.as_str(),
             escape(&s.criterion),
             escape(&s.segment),
-            format_amount(s.score_above),
+            s.score_above,
             format_proportion(s.min_share),
             d.good,
             d.n,
