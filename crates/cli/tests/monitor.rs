@@ -548,6 +548,38 @@ fn the_report_is_recorded_and_written_as_a_page() {
         "the same report, recorded at the same time"
     );
 
+    // With --run, a report goes with the runs its tiers judged with: a second monitor (new
+    // runs, every judgment from the cache) stays behind.
+    let o = oloproof(&dir, &["monitor", "."]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let second = recorded_id(&o);
+    assert_ne!(second, id);
+    let tier_run = printed["sampling"]["tiers"][0]["run_id"].as_str().unwrap();
+    let o = oloproof(
+        &dir,
+        &[
+            "store",
+            "copy",
+            ".oloproof/oloproof.db",
+            "one.db",
+            "--run",
+            tier_run,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(", 1 monitor reports"), "{}", stdout(&o));
+    let one = oloproof_store::open_reader(&oloproof_core::store::StoreLocation::Sqlite(
+        dir.join("one.db"),
+    ))
+    .unwrap();
+    let copied: Vec<String> = one
+        .list_monitors()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(copied, std::slice::from_ref(&id));
+
     // Other formats and unknown ids are usage errors.
     let o = oloproof(&dir, &["report", &id, "-o", "monitor.md"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
