@@ -39,7 +39,7 @@ pub(crate) enum Command {
     LostInTheMiddle(LostInTheMiddleArgs),
     /// List the cases behind a diagnosis, a comparison or a run.
     Inspect(InspectArgs),
-    /// Write a run, comparison or diagnosis as a self-contained HTML page, Markdown or JUnit XML.
+    /// Write a run, comparison, diagnosis or monitor report as a self-contained HTML page, Markdown or JUnit XML.
     Report(crate::report_cmd::ReportArgs),
     /// Compute any metric of the library on a JSONL file (`oloproof metric --list`).
     Metric(crate::metric_cmd::MetricArgs),
@@ -66,7 +66,7 @@ pub(crate) enum Command {
     /// Draft a synthetic test set from documents with a judge model (review before use).
     #[command(after_help = exit_codes::HELP)]
     Generate(crate::generate_cmd::GenerateArgs),
-    /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses).
+    /// Browse the run store in a local web viewer (runs, cases, comparisons, diagnoses, monitor reports).
     View(crate::view_cmd::ViewArgs),
     /// Execute a run's pending cases with other workers sharing it (a Postgres store): claims
     /// batches under a lease until none is left.

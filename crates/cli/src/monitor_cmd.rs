@@ -5,7 +5,8 @@
 //! The config is loaded over the traffic (`monitor.traffic`, or `--traffic FILE`) as
 //! `run --dataset` loads it; a bad `monitor:` key or value is a located error (exit 2).
 //! Exit 4 when error traces of the horizon, or a criterion's missing verdicts, exceed
-//! `--max-error-rate`; else 3 when an alert fired or an SLO is not met; else 0.
+//! `--max-error-rate`; else 3 when an alert fired or an SLO is not met; else 0. The report is
+//! recorded in the store as `mon_<ULID>` (named on stderr) for `oloproof report` and the viewer.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 
 use oloproof_core::config::ConfigError;
 use oloproof_core::dataset::{load_dataset_with, DatasetEncoding, DatasetFormat, ReadOptions};
+use oloproof_core::store::MonitorRecord;
 use oloproof_engine::compare::Policy;
 use oloproof_engine::monitor::math::SloState;
 use oloproof_engine::monitor::shadow::ShadowRequest;
@@ -80,6 +82,9 @@ Shadow: the config's system: answers the questions of the window's traces (produ
 error traces and traces without a question left out), both sides are judged by the same
 evaluators, and the two runs are compared case by case under the policy; the comparison is
 recorded (oloproof report sha256:...) and a BLOCK gate exits 3.
+
+The report is recorded in the run store (its id, mon_…, is printed on stderr):
+`oloproof report mon_… -o monitor.html` writes it as a page, and `oloproof view` lists it.
 
 Review: --review-queue N -o review.jsonl writes N blind random judged traces plus the
 low-confidence and thumbs-down ones as `calibrate --labels` rows (label: null); fill each
@@ -221,6 +226,14 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         std::fs::write(file, text)?;
     }
     let report = &out.report;
+    // The report is kept in the store (`oloproof report mon_…`, the viewer's monitor page).
+    let monitor_id = MonitorRecord::new_id();
+    let content = oloproof_core::store::encode(report, || format!("monitor report {monitor_id}"))?;
+    oloproof_store::open(&config.store_location())?.save_monitor(
+        &monitor_id,
+        &report.traffic.path,
+        &content,
+    )?;
     {
         let mut stdout = std::io::stdout().lock();
         if args.json {
@@ -234,6 +247,10 @@ pub(crate) fn monitor_cmd(args: MonitorArgs) -> Result<u8, CliError> {
         }
     }
     let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "Recorded as {monitor_id}: `oloproof report {monitor_id} -o monitor.html`, or `oloproof view`"
+    )?;
     if !report.incomplete.is_empty() {
         for line in &report.incomplete {
             writeln!(err, "error: {line}; exit 4")?;
@@ -445,7 +462,7 @@ fn changes_text(c: &oloproof_engine::monitor::ChangeMarkers) -> Option<String> {
 }
 
 fn alert_line(a: &AlertReport) -> String {
-    let head = match a.status {
+    let head = match a.status.as_str() {
         "fired" => "FIRED",
         "insufficient" => "n/a  ",
         _ => "ok   ",
@@ -482,7 +499,7 @@ fn render_drift(o: &mut String, d: &oloproof_engine::monitor::drift::DriftReport
         }
     );
     for q in &d.queries {
-        let state = match q.status {
+        let state = match q.status.as_str() {
             "drift" => "DRIFT   ",
             "no_drift" => "no drift",
             _ => "n/a     ",
@@ -511,7 +528,7 @@ fn render_drift(o: &mut String, d: &oloproof_engine::monitor::drift::DriftReport
             p.file,
             p.probes,
             p.compared,
-            match (p.status, p.min_cosine, p.mean_cosine) {
+            match (p.status.as_str(), p.min_cosine, p.mean_cosine) {
                 ("baseline_written", _, _) => format!(" · baseline written to {}", p.vectors),
                 (_, Some(min), Some(mean)) => format!(
                     " · cosine to the stored vectors min {min:.4}, mean {mean:.4} (threshold {}): {} under",
@@ -545,7 +562,7 @@ fn render_drift(o: &mut String, d: &oloproof_engine::monitor::drift::DriftReport
             let _ = writeln!(
                 o,
                 "    {} {} · {}: {} on {}{}{}{}",
-                match w.status {
+                match w.status.as_str() {
                     "out_of_band" => "OUT    ",
                     "in_band" => "in band",
                     "reference" => "ref    ",
@@ -558,7 +575,7 @@ fn render_drift(o: &mut String, d: &oloproof_engine::monitor::drift::DriftReport
                 w.interval
                     .map(|[lo, hi]| format!(" [{}, {}]", num(lo), num(hi)))
                     .unwrap_or_default(),
-                match (w.status, w.band) {
+                match (w.status.as_str(), w.band) {
                     ("reference", _) => String::new(),
                     (_, Some([lo, hi])) => format!(" · band [{}, {}]", num(lo), num(hi)),
                     _ => String::new(),

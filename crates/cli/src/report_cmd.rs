@@ -1,5 +1,6 @@
 //! `oloproof report ID -o FILE`: a run, a comparison or a diagnosis written as one
-//! self-contained HTML page, a compact Markdown summary or JUnit XML.
+//! self-contained HTML page, a compact Markdown summary or JUnit XML; a monitor report
+//! (`mon_…`, recorded by `oloproof monitor`) as an HTML page.
 //!
 //! The format comes from `--format`, else from the file's extension (`.html`/`.htm`, `.md`,
 //! `.xml`); anything else is a usage error (exit 2). Writing the report never gates: it exits 0
@@ -9,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oloproof_core::run::LoadedRun;
-use oloproof_core::store::Store;
+use oloproof_core::store::{MonitorRecord, Store};
 use oloproof_core::summary::{CacheCounts, RunSummary};
 use oloproof_engine::run::{summarize_stored, EngineEvaluators};
 
@@ -30,7 +31,8 @@ pub(crate) enum ReportFormat {
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// A run id (`run_…`), or a comparison or diagnosis id (`sha256:…`).
+    /// A run id (`run_…`), a comparison or diagnosis id (`sha256:…`), or a monitor report id
+    /// (`mon_…`, HTML only).
     pub(crate) id: String,
     /// The file to write; its extension picks the format (.html, .md, .xml).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -88,7 +90,23 @@ fn render(
     id: &str,
     format: ReportFormat,
 ) -> Result<(String, &'static str), CliError> {
-    use oloproof_report::{html, junit, markdown};
+    use oloproof_report::{html, junit, markdown, monitor};
+    if MonitorRecord::is_id(id) {
+        let Some(record) = store.monitor(id)? else {
+            return Err(CliError::Usage(format!(
+                "no monitor report `{id}` in this store"
+            )));
+        };
+        if format != ReportFormat::Html {
+            return Err(CliError::Usage(
+                "a monitor report is written as HTML only: name the file .html, or pass --format html"
+                    .into(),
+            ));
+        }
+        let report = record.report()?;
+        let text = monitor::monitor_html(&record.id, Some(record.created_ms), &report);
+        return Ok((text, "monitor report"));
+    }
     if id.starts_with("sha256:") {
         if let Some(d) = store.load_diagnosis(id)? {
             let run = store.load_run(&d.content.run_id, &EngineEvaluators)?;

@@ -1,8 +1,8 @@
 //! `oloproof store copy SRC DST`: runs moved between stores (a local SQLite run published to
 //! the team's Postgres, a Postgres run taken home), with their cases, verdicts, diagnoses,
-//! comparisons and calibrations as they are stored; `--with-cache` copies the caches too, and
-//! `--with-collected` the OTLP requests `oloproof collect` recorded (bodies byte for byte, in
-//! arrival order).
+//! comparisons, calibrations and monitor reports as they are stored; `--with-cache` copies
+//! the caches too, and `--with-collected` the OTLP requests `oloproof collect` recorded
+//! (bodies byte for byte, in arrival order).
 //!
 //! A run already in DST (same id) is left as it is there; so is a collected request DST
 //! already holds (the same arrival time and body), so copying twice adds nothing.
@@ -25,8 +25,8 @@ pub(crate) struct StoreCommandArgs {
 /// The `store` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum StoreCommand {
-    /// Copy runs (with their cases, verdicts, diagnoses, comparisons and calibrations) from SRC
-    /// to DST: each a SQLite file or a postgres:// URL.
+    /// Copy runs (with their cases, verdicts, diagnoses, comparisons, calibrations and monitor
+    /// reports) from SRC to DST: each a SQLite file or a postgres:// URL.
     Copy(CopyArgs),
 }
 
@@ -120,7 +120,20 @@ fn copy(args: CopyArgs) -> Result<u8, CliError> {
         .collect();
     // Calibrations belong to judges, not runs: every one is copied.
     let calibrations = from.list_calibrations()?;
-    to.import_artifacts(&diagnoses, &comparisons, &calibrations)?;
+    // Monitor reports: every one, or with --run those whose tiers judged with a named run.
+    let mut monitors = Vec::new();
+    for m in from.list_monitors()? {
+        if args.runs.is_empty()
+            || m.report()?
+                .sampling
+                .tiers
+                .iter()
+                .any(|t| t.run_id.as_deref().is_some_and(wanted))
+        {
+            monitors.push(m);
+        }
+    }
+    to.import_artifacts(&diagnoses, &comparisons, &calibrations, &monitors)?;
     let mut entries = 0usize;
     if args.with_cache {
         let mut after = None;
@@ -143,10 +156,11 @@ fn copy(args: CopyArgs) -> Result<u8, CliError> {
     writeln!(
         out,
         "{copied} runs copied to {dst} ({present} already there); {} diagnoses, {} comparisons, \
-         {} calibrations{}{collected}",
+         {} calibrations, {} monitor reports{}{collected}",
         diagnoses.len(),
         comparisons.len(),
         calibrations.len(),
+        monitors.len(),
         if args.with_cache {
             format!("; {entries} cache entries")
         } else {

@@ -3,7 +3,8 @@
 //! (exit 0), traffic that trips every alert kind and breaks the SLO (exit 3), error traces
 //! above `--max-error-rate` (exit 4), a re-run that judges nothing twice (and a grown file
 //! that judges only its new window), the review queue in the format `calibrate --labels`
-//! reads, and bad `monitor:` keys and values located at file:line:col (exit 2).
+//! reads, bad `monitor:` keys and values located at file:line:col (exit 2), and the recorded
+//! report (`mon_…`) read back as `--json` printed it and written as a page by `report`.
 
 mod common;
 
@@ -452,4 +453,138 @@ fn a_config_without_monitor_says_what_to_add() {
     let o = oloproof(&dir, &["monitor", "."]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     insta::assert_snapshot!("monitor_missing_section", transcript(&o, tmp.path()));
+}
+
+/// The id `monitor` names on stderr (`Recorded as mon_…`).
+fn recorded_id(o: &std::process::Output) -> String {
+    let text = stderr(o);
+    let i = text
+        .find("Recorded as mon_")
+        .unwrap_or_else(|| panic!("no recorded id: {text}"));
+    text[i + "Recorded as ".len()..i + "Recorded as ".len() + 30].to_string()
+}
+
+#[test]
+fn the_report_is_recorded_and_written_as_a_page() {
+    let last = LastDay {
+        slow: true,
+        ungrounded: true,
+        new_version: true,
+        ..Default::default()
+    };
+    let (_tmp, dir) = project(CONFIG, &traffic(2, 40, last));
+    let o = oloproof(&dir, &["monitor", ".", "--json"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let id = recorded_id(&o);
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        !stdout(&o).contains("mon_"),
+        "--json stays the report alone"
+    );
+
+    // The store holds the same report as --json printed.
+    let location = oloproof_core::store::StoreLocation::Sqlite(dir.join(".oloproof/oloproof.db"));
+    let store = oloproof_store::open_reader(&location).unwrap();
+    let listed = store.list_monitors().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, id);
+    assert_eq!(listed[0].traffic, "traffic.jsonl");
+    let stored: Value = serde_json::from_str(&listed[0].content_json).unwrap();
+    assert_eq!(stored, printed);
+    let typed = store.load_monitor(&id).unwrap().unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), printed);
+
+    // `report mon_… -o x.html` writes the page: every SLO row with its state, the fired
+    // alerts first with their why.
+    let o = oloproof(&dir, &["report", &id, "-o", "monitor.html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("Wrote the HTML report of monitor report {id}")),
+        "{}",
+        stdout(&o)
+    );
+    let html = std::fs::read_to_string(dir.join("monitor.html")).unwrap();
+    let slos = printed["slos"].as_array().unwrap();
+    assert!(!slos.is_empty());
+    for slo in slos {
+        let state = slo["decision"]["state"].as_str().unwrap();
+        assert!(
+            html.contains(&format!(
+                "<tr class=\"slo\" data-state=\"{state}\"><td>{}</td><td>{}</td>",
+                slo["criterion"].as_str().unwrap(),
+                slo["segment"].as_str().unwrap()
+            )),
+            "{slo}"
+        );
+    }
+    let fired: Vec<&Value> = printed["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["fired"] == true)
+        .collect();
+    assert!(fired.len() >= 2, "the latency alert fires in both segments");
+    let first_quiet = html.find("data-status=\"ok\"").unwrap();
+    for a in &fired {
+        let why = oloproof_report::html::escape(a["why"].as_str().unwrap());
+        let at = html.find(&why).unwrap_or_else(|| panic!("no {why}"));
+        assert!(at < first_quiet, "fired alerts come first: {why}");
+    }
+    assert!(html.contains("<svg class=\"chart series\""));
+    assert!(html.contains("Content-Security-Policy") && !html.contains("<script"));
+
+    // `store copy` carries it: the copy renders the same page.
+    let o = oloproof(&dir, &["store", "copy", ".oloproof/oloproof.db", "copy.db"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(", 1 monitor reports"), "{}", stdout(&o));
+    let o = oloproof(
+        &dir,
+        &["report", &id, "--store", "copy.db", "-o", "copy.html"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("copy.html")).unwrap(),
+        html,
+        "the same report, recorded at the same time"
+    );
+
+    // With --run, a report goes with the runs its tiers judged with: a second monitor (new
+    // runs, every judgment from the cache) stays behind.
+    let o = oloproof(&dir, &["monitor", "."]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let second = recorded_id(&o);
+    assert_ne!(second, id);
+    let tier_run = printed["sampling"]["tiers"][0]["run_id"].as_str().unwrap();
+    let o = oloproof(
+        &dir,
+        &[
+            "store",
+            "copy",
+            ".oloproof/oloproof.db",
+            "one.db",
+            "--run",
+            tier_run,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(", 1 monitor reports"), "{}", stdout(&o));
+    let one = oloproof_store::open_reader(&oloproof_core::store::StoreLocation::Sqlite(
+        dir.join("one.db"),
+    ))
+    .unwrap();
+    let copied: Vec<String> = one
+        .list_monitors()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(copied, std::slice::from_ref(&id));
+
+    // Other formats and unknown ids are usage errors.
+    let o = oloproof(&dir, &["report", &id, "-o", "monitor.md"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("HTML only"), "{}", stderr(&o));
+    let o = oloproof(&dir, &["report", "mon_nothing", "-o", "x.html"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no monitor report `mon_nothing`"));
 }

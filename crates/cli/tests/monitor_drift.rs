@@ -199,6 +199,29 @@ fn a_new_topic_drifts_and_the_same_distribution_does_not() {
     assert_eq!(v["drift"]["probes"]["status"], "compared");
     assert_eq!(v["drift"]["probes"]["compared"], 4);
     assert!(v["drift"]["probes"]["min_cosine"].as_f64().unwrap() > 0.9999);
+    // The recorded report's page shows each query test with its p-values and why.
+    let err = stderr(&o);
+    let at = err.find("Recorded as mon_").expect("a recorded report") + "Recorded as ".len();
+    let id = &err[at..at + 30];
+    let page = dir.join("monitor.html");
+    let o = oloproof(&dir, &["report", id, "-o", page.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<section id=\"drift\">"), "no drift section");
+    for q in queries {
+        let row = format!(
+            "<td>{}</td><td>{}</td><td>all</td><td>yes</td><td>{}</td>",
+            q["window"].as_str().unwrap(),
+            q["reference_window"].as_str().unwrap(),
+            q["status"].as_str().unwrap()
+        );
+        assert!(html.contains(&row), "no row {row}");
+        assert!(html.contains(&oloproof_report::html::escape(q["why"].as_str().unwrap())));
+    }
+    assert!(
+        html.contains("<h3>Probe drift</h3>")
+            && html.contains("<h3>Performance drift: regeneration by metadata.intent</h3>")
+    );
     // Regenerations of `refund` on the last day: 12 of 12, the band's [0, 0.2] is left.
     let regen = alert(&v, "performance_drift", "regeneration", "intent=refund");
     assert_eq!(regen["fired"], true, "{regen}");

@@ -227,6 +227,21 @@ fn a_grounded_candidate_passes_where_production_invents() {
     assert!(text.contains("left out: error 4, no_input 2"), "{text}");
     assert!(text.contains("  Gate: PASS"), "{text}");
     assert!(text.contains("· shadow gate PASS ·"), "{text}");
+
+    // The stored monitor report keeps the shadow, and its page shows it.
+    let err = stderr(&o);
+    let id = err
+        .split_whitespace()
+        .find(|w| w.starts_with("mon_"))
+        .unwrap_or_else(|| panic!("no monitor id in {err}"))
+        .trim_end_matches(':');
+    let page = dir.join("monitor.html");
+    let r = oloproof(&dir, &["report", id, "-o", page.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2>Shadow evaluation</h2>"), "{html}");
+    assert!(html.contains("id=\"shadow-gate\">PASS</span>"), "{html}");
+    assert!(html.contains("grounded-not-worse"), "{html}");
 }
 
 #[test]

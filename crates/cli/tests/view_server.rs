@@ -1,7 +1,7 @@
 //! The viewer over real HTTP: a store built by the engine from recorded (Ragas) datasets, two
 //! runs and a recorded comparison, served on a free loopback port and read with ureq.
 //! Status codes, the security headers, 404 and 400 pages, server-side filters, the Host check,
-//! and a hostile answer rendered as text.
+//! a hostile answer rendered as text, and monitor reports (listed, served, 404, unreadable).
 //!
 //! (Moved here from `oloproof-view`, which does not depend on the engine that builds the runs.)
 
@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 
 use oloproof_core::dataset::load_dataset;
-use oloproof_core::store::{RunStore, Store, StoreLocation};
+use oloproof_core::store::{ArtifactStore, RunStore, Store, StoreLocation};
 use oloproof_core::summary::RunSummary;
 use oloproof_engine::compare::{compare, record_comparison, Policy};
 use oloproof_engine::project::load_config_for_dataset;
@@ -314,6 +314,10 @@ fn unknown_ids_are_404_pages_and_paths_are_only_ids() {
             "no diagnosis `sha256:00`",
         ),
         (
+            "/monitors/mon_nope".to_string(),
+            "no monitor report `mon_nope`",
+        ),
+        (
             "/runs/..%2F..%2Fetc%2Fpasswd".to_string(),
             "no run `../../etc/passwd`",
         ),
@@ -329,6 +333,112 @@ fn unknown_ids_are_404_pages_and_paths_are_only_ids() {
         assert!(page.body.contains(says), "{path}: {}", page.body);
         assert!(!page.body.contains("<script>"), "{path}");
     }
+}
+
+/// A monitor report with a hostile segment, a fired alert and an SLO, as `monitor` records it.
+fn monitor_json(segment: &str) -> String {
+    let window = |start: &str, end: &str, value: f64| {
+        serde_json::json!({
+            "start": start, "end": end, "in_horizon": true,
+            "segments": [{"segment": segment, "traces": 20, "errors": 0, "criteria": [{
+                "summary": {"criterion": "answer_correct", "kind": "proportion", "value": value,
+                            "interval": [value - 0.2, value + 0.1], "interval_method": "clopper_pearson",
+                            "passed": 10, "observed": 20, "missing": 0, "excluded": 0},
+                "targeted": 0}]}],
+            "feedback": {"thumbs_up": 0, "thumbs_down": 0, "down_reasons": {}, "regenerated": 0,
+                         "copied": 0, "follow_up": 0, "other": {}},
+            "changes": {"code": [], "model": [], "config": [], "code_changed": false,
+                        "model_changed": false, "config_changed": false},
+        })
+    };
+    serde_json::json!({
+        "schema_version": 1,
+        "traffic": {"path": "traffic.jsonl", "sha256": "ab", "records": 40, "timed": 40,
+                    "untimed": 0, "untimed_examples": [], "skipped_rows": 0},
+        "window": {"size": "1d", "rolling": "2d", "horizon_windows": 2,
+                   "horizon_start": "2026-11-28T00:00:00Z", "horizon_end": "2026-11-30T00:00:00Z"},
+        "segments": ["metadata.intent"],
+        "sampling": {"seed": 0, "target_judgments": 20, "always": [], "tiers": []},
+        "windows": [window("2026-11-28T00:00:00Z", "2026-11-29T00:00:00Z", 0.5),
+                    window("2026-11-29T00:00:00Z", "2026-11-30T00:00:00Z", 0.6)],
+        "slos": [{"criterion": "answer_correct", "segment": segment, "score_above": 0.5,
+                  "min_share": 0.9, "confidence": 0.95,
+                  "decision": {"state": "violated", "share": 0.55, "lower_bound": 0.4,
+                               "upper_bound": 0.7, "good": 22, "n": 40, "allowed_failures": 4,
+                               "failures": 18, "budget_left": -14}}],
+        "alerts": [{"type": "latency_p95", "subject": "total", "segment": segment, "fired": true,
+                    "status": "fired", "why": format!("{SCRIPT} slow"), "n": 40, "value": 3000.0,
+                    "interval": [2900.0, 3100.0],
+                    "changes": {"code": [], "model": [], "config": [], "code_changed": false,
+                                "model_changed": false, "config_changed": false}}],
+        "errors": {"errors": 0, "traces": 40, "max_error_rate": 0.0},
+        "incomplete": [],
+    })
+    .to_string()
+}
+
+#[test]
+fn monitor_reports_are_listed_and_served() {
+    let f = fixture();
+    let (good, bad) = (
+        "mon_01KGOOD0000000000000000000",
+        "mon_01KBAD00000000000000000000",
+    );
+    {
+        let mut store = SqliteStore::open(&f.store).unwrap();
+        store
+            .save_monitor(
+                good,
+                "traffic.jsonl",
+                &monitor_json(&format!("intent={SCRIPT}")),
+            )
+            .unwrap();
+        store.save_monitor(bad, "other.jsonl", "{damaged").unwrap();
+    }
+    let s = serve(&f.store);
+    let index = get(&s.base, "/");
+    assert_eq!(index.status, 200);
+    let link = oloproof_view::monitor_link(good);
+    assert!(index
+        .body
+        .contains(&format!("<a href=\"{link}\">{good}</a>")));
+    assert!(
+        index.body.contains(
+            "<td class=\"num\">2</td><td class=\"num\">1</td><td class=\"num\">1 of 1</td>"
+        ),
+        "windows, alerts fired, SLOs not met: {}",
+        index.body
+    );
+    assert!(index.body.contains("unreadable"));
+    let page = get(&s.base, &link);
+    assert_eq!(page.status, 200);
+    assert_eq!(page.csp, CONTENT_SECURITY_POLICY);
+    assert!(!page.body.contains("<script"), "{}", page.body);
+    assert!(inline_handlers(&page.body).is_empty());
+    assert!(page
+        .body
+        .contains("intent=&lt;script&gt;window.__xss=1&lt;/script&gt;"));
+    assert!(page
+        .body
+        .contains("<tr class=\"slo\" data-state=\"violated\">"));
+    assert!(page
+        .body
+        .contains("&lt;script&gt;window.__xss=1&lt;/script&gt; slow"));
+    assert_eq!(page.body.matches("<path class=\"band\"").count(), 1);
+    assert_eq!(
+        page.body
+            .matches("<circle class=\"point series-point\"")
+            .count(),
+        2
+    );
+    // A report that does not decode is a 500 page naming it, not a panic.
+    let page = get(&s.base, &oloproof_view::monitor_link(bad));
+    assert_eq!(page.status, 500);
+    assert!(
+        page.body.contains(&format!("monitor report {bad}")),
+        "{}",
+        page.body
+    );
 }
 
 #[test]

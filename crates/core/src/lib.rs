@@ -14,7 +14,8 @@
 //!   [`calibration`], [`history`] (a score-history line) and [`position`] (the
 //!   lost-in-the-middle harness).
 //! - [`identity`]: canonical JSON and the sha256 content hashes behind every id and cache key.
-//! - [`monitor`]: the `monitor:` section (windows, tiered sampling, SLOs, alerts).
+//! - [`monitor`]: the `monitor:` section (windows, tiered sampling, SLOs, alerts);
+//!   [`monitor_report`]: what `oloproof monitor` computed from it (stored, rendered).
 //! - [`system`]: the [`system::SystemConnection`] trait connectors implement.
 //!
 //! ```
@@ -39,6 +40,7 @@ pub mod gate;
 pub mod history;
 pub mod identity;
 pub mod monitor;
+pub mod monitor_report;
 pub mod passage;
 pub mod pipeline;
 pub mod position;

@@ -9,7 +9,7 @@
 //!   same holder): execution is at least once, the recorded result exactly once.
 //! - [`CacheStore`]: the content-addressed caches ([`CacheLayer`]), keyed by sha256 of
 //!   canonical JSON; values are opaque to the store.
-//! - [`ArtifactStore`]: diagnoses, comparisons and calibrations.
+//! - [`ArtifactStore`]: diagnoses, comparisons, calibrations and monitor reports.
 //!
 //! [`Store`] is all three; backends (`oloproof_store::SqliteStore`, `oloproof_store::PgStore`)
 //! implement them and own their SQL and serialisation: callers hand over typed values (a
@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::case::Case;
 use crate::comparison::Comparison;
 use crate::diagnosis::Diagnosis;
+use crate::monitor_report::MonitorReport;
 use crate::run::{Evaluators, LoadedCase, LoadedRun, RunRecord, StoredEvaluatorError};
 use crate::settings::RunSettings;
 use crate::summary::{CacheCounts, RunSummary};
@@ -478,6 +479,40 @@ pub struct CalibrationRecord {
     pub content_json: String,
 }
 
+/// A stored monitor report (`oloproof monitor`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorRecord {
+    /// `mon_<ULID>` ([`MonitorRecord::new_id`]): unique, and sorts by creation time.
+    pub id: String,
+    /// When it was recorded, Unix milliseconds.
+    pub created_ms: i64,
+    /// The traffic file as the user named it.
+    pub traffic: String,
+    /// The report ([`MonitorReport`] as JSON).
+    pub content_json: String,
+}
+
+impl MonitorRecord {
+    /// The prefix of every monitor report id.
+    pub const PREFIX: &'static str = "mon_";
+
+    /// A fresh id, `mon_<ULID>`.
+    pub fn new_id() -> String {
+        format!("{}{}", Self::PREFIX, ulid::Ulid::new())
+    }
+
+    /// Whether `id` names a monitor report (rather than a run or an analysis).
+    pub fn is_id(id: &str) -> bool {
+        id.starts_with(Self::PREFIX)
+    }
+
+    /// The report, decoded; a report that does not decode is [`StoreError::Corrupt`] naming
+    /// it.
+    pub fn report(&self) -> StoreResult<MonitorReport> {
+        decode(&self.content_json, || format!("monitor report {}", self.id))
+    }
+}
+
 /// A whole run in serialised form, for copying between stores.
 #[derive(Debug, Clone)]
 pub struct RunExport {
@@ -585,7 +620,7 @@ pub trait CacheStore: Send {
     ) -> StoreResult<Vec<CacheEntry>>;
 }
 
-/// Diagnoses, comparisons and calibrations.
+/// Diagnoses, comparisons, calibrations and monitor reports.
 pub trait ArtifactStore: Send {
     /// Records a diagnosis (re-recording the same id refreshes its time and content).
     fn save_diagnosis(&mut self, id: &str, run_id: &str, content_json: &str) -> StoreResult<()>;
@@ -630,12 +665,23 @@ pub trait ArtifactStore: Send {
     /// Every calibration, oldest first (for `store copy`).
     fn list_calibrations(&self) -> StoreResult<Vec<CalibrationRecord>>;
 
-    /// Writes artifacts copied from another store, keeping their times.
+    /// Records a monitor report (its `id` from [`MonitorRecord::new_id`], its time now).
+    fn save_monitor(&mut self, id: &str, traffic: &str, content_json: &str) -> StoreResult<()>;
+
+    /// A monitor report by id.
+    fn monitor(&self, id: &str) -> StoreResult<Option<MonitorRecord>>;
+
+    /// Every monitor report, newest first.
+    fn list_monitors(&self) -> StoreResult<Vec<MonitorRecord>>;
+
+    /// Writes artifacts copied from another store, keeping their times; an id already present
+    /// keeps what it holds.
     fn import_artifacts(
         &mut self,
         diagnoses: &[RecordedAnalysis],
         comparisons: &[RecordedAnalysis],
         calibrations: &[CalibrationRecord],
+        monitors: &[MonitorRecord],
     ) -> StoreResult<()>;
 }
 
@@ -830,6 +876,15 @@ impl dyn Store + '_ {
         }
     }
 
+    /// Reads a recorded monitor report back by id (`mon_…`); `None` when the store has no such
+    /// report.
+    pub fn load_monitor(&self, id: &str) -> StoreResult<Option<MonitorReport>> {
+        match self.monitor(id)? {
+            Some(m) => m.report().map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Every recorded diagnosis of `run_id`, newest first; one that does not decode is an error
     /// naming it.
     pub fn load_diagnoses_of(&self, run_id: &str) -> StoreResult<Vec<Diagnosis>> {
@@ -962,5 +1017,22 @@ mod tests {
     fn worker_ids_are_unique_per_invocation() {
         assert_ne!(WorkerId::generate(), WorkerId::generate());
         assert!(RunId::generate().as_str().starts_with("run_"));
+    }
+
+    #[test]
+    fn monitor_ids_are_prefixed_and_unique() {
+        let (a, b) = (MonitorRecord::new_id(), MonitorRecord::new_id());
+        assert_ne!(a, b);
+        assert!(MonitorRecord::is_id(&a) && a.len() == 4 + 26, "{a}");
+        assert!(!MonitorRecord::is_id("run_01"));
+        let bad = MonitorRecord {
+            id: a.clone(),
+            created_ms: 0,
+            traffic: "t.jsonl".into(),
+            content_json: "{".into(),
+        };
+        assert!(
+            matches!(bad.report(), Err(StoreError::Corrupt { what, .. }) if what == format!("monitor report {a}"))
+        );
     }
 }

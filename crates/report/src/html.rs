@@ -64,6 +64,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .chart .point{fill:#2f6fde}.chart .point.pass{fill:#1f9d55}.chart .point.fail{fill:#d1343a}.chart .point.warn{fill:#d88a00}
 .chart .ref{stroke-width:1.5}.chart .ref.zero{stroke:#5b6472}.chart .ref.margin{stroke:#d1343a;stroke-dasharray:5 3}
 .chart .bar{fill:#2f6fde}.chart .note{fill:#1d2127}
+.chart .band{fill:#2f6fde;fill-opacity:.18;stroke:none}.chart .series-line{fill:none;stroke:#2f6fde;stroke-width:1.5}
+.chart .outside{fill:#eef0f4}.chart .dim{opacity:.45}
+.series-body{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
+table.alerts td.why{max-width:460px}
 .small{color:#b45309;font-weight:600}
 .gate{font-size:18px;font-weight:700;padding:8px 12px;display:inline-block;border-radius:4px}
 .gate.pass,.v-pass{color:#1f7a44}.gate.block,.v-fail{color:#b4232a}.v-insufficient{color:#b45309}
@@ -91,7 +95,7 @@ ol.candidates .text{color:#5b6472;font-size:12px;margin-left:2.5em}
 ";
 
 /// The document shell around `body`.
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\

@@ -1,9 +1,10 @@
 //! Rendering of the result records of `oloproof_core` (a run's summary and cases, a comparison,
-//! a diagnosis, a gate report, a score history): the terminal text of every command (the
-//! metric table, slices, cache lines, run lists, case traces; [`compare`], [`diagnose`],
-//! [`gate`], [`history`]) and `oloproof report`'s formats: self-contained [`html`] (with
-//! hand-written [`svg`] charts, every value escaped), [`markdown`] for PR comments and
-//! [`junit`] XML. The viewer (`oloproof-view`) serves the same HTML fragments.
+//! a diagnosis, a gate report, a score history, a monitor report): the terminal text of every
+//! command (the metric table, slices, cache lines, run lists, case traces; [`compare`],
+//! [`diagnose`], [`gate`], [`history`]) and `oloproof report`'s formats: self-contained
+//! [`html`] (with hand-written [`svg`] charts, every value escaped; [`monitor`] for a monitor
+//! report), [`markdown`] for PR comments and [`junit`] XML. The viewer (`oloproof-view`)
+//! serves the same HTML fragments.
 //!
 //! Functions here take records already read and computed and return `String`s; they read no
 //! file, open no store, compute no statistic, and the CLI decides where the text goes. Formats
@@ -29,6 +30,7 @@ pub mod history;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod monitor;
 pub mod pipeline;
 pub mod svg;
 

@@ -1,5 +1,6 @@
 //! Hand-written SVG charts for the HTML report: intervals with whiskers (criteria, slices and
-//! the forest plot of paired differences) and horizontal bars (latency, diagnosis labels).
+//! the forest plot of paired differences), horizontal bars (latency, diagnosis labels) and
+//! per-window series with their interval band (the monitor report).
 //!
 //! Every text is escaped with [`crate::html::escape`]; every coordinate is written with a fixed
 //! number of decimals, so the same data always gives the same bytes. No `xmlns` is written: the
@@ -10,6 +11,8 @@
 //! let svg = bar_chart(&[Bar { label: "a<b".into(), value: 2.0, note: "2".into() }]);
 //! assert!(svg.starts_with("<svg") && svg.contains("a&lt;b"));
 //! ```
+
+use std::fmt::Write as _;
 
 use crate::html::escape;
 
@@ -225,6 +228,197 @@ pub fn quarter_ticks(lo: f64, hi: f64, label: impl Fn(f64) -> String) -> Vec<(f6
         .collect()
 }
 
+/// One window of a [`series_chart`].
+#[derive(Debug, Clone)]
+pub struct SeriesPoint {
+    /// The window as shown under its column (`2026-11-28`).
+    pub label: String,
+    /// The point (`None`: nothing observed: no point, the line breaks).
+    pub value: Option<f64>,
+    /// The 95 % interval (`None`: no band at this window).
+    pub interval: Option<[f64; 2]>,
+    /// Observations behind the point, shown under the column.
+    pub n: u64,
+    /// The window is outside the horizon: drawn dimmed.
+    pub dimmed: bool,
+    /// The point's tooltip (value, interval and counts in words).
+    pub title: String,
+}
+
+const SERIES_LEFT: f64 = 56.0;
+const SERIES_COL: f64 = 72.0;
+const SERIES_MIN_PLOT: f64 = 288.0;
+const SERIES_TOP: f64 = 14.0;
+const SERIES_PLOT_H: f64 = 150.0;
+const SERIES_BOTTOM: f64 = 44.0;
+const SERIES_RIGHT: f64 = 16.0;
+/// Half the width of the band drawn around a window whose neighbours have no interval.
+const SERIES_LONE_HALF: f64 = 9.0;
+
+/// A value series over windows: one column per window, the point values joined by a line, the
+/// 95 % intervals as a shaded band (one `<path class="band">` per run of consecutive windows
+/// with an interval; a lone window's band is a narrow box around it), `n` under each column,
+/// and the columns of windows outside the horizon shaded and their points dimmed. The y axis
+/// spans `domain`; `threshold` draws a dashed horizontal line with its caption. The chart
+/// carries a `<title>` and an `aria-label` (`caption`); each point its own `<title>`.
+pub fn series_chart(
+    caption: &str,
+    points: &[SeriesPoint],
+    domain: [f64; 2],
+    ticks: &[(f64, String)],
+    threshold: Option<(f64, String)>,
+) -> String {
+    let plot_w = (SERIES_COL * points.len() as f64).max(SERIES_MIN_PLOT);
+    let col = if points.is_empty() {
+        plot_w
+    } else {
+        plot_w / points.len() as f64
+    };
+    let width = SERIES_LEFT + plot_w + SERIES_RIGHT;
+    let height = SERIES_TOP + SERIES_PLOT_H + SERIES_BOTTOM;
+    let bottom = SERIES_TOP + SERIES_PLOT_H;
+    let [lo, hi] = domain;
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let y = |v: f64| bottom - (v.clamp(lo, hi) - lo) / span * SERIES_PLOT_H;
+    let x = |i: usize| SERIES_LEFT + col * (i as f64 + 0.5);
+    let mut out = format!(
+        "<svg class=\"chart series\" role=\"img\" aria-label=\"{cap}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n<title>{cap}</title>\n",
+        cap = escape(caption),
+        w = num(width),
+        h = num(height)
+    );
+    // Columns outside the horizon, shaded behind everything.
+    for (i, p) in points.iter().enumerate() {
+        if p.dimmed {
+            let _ = writeln!(
+                out,
+                "<rect class=\"outside\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+                num(x(i) - col / 2.0),
+                num(SERIES_TOP),
+                num(col),
+                num(SERIES_PLOT_H)
+            );
+        }
+    }
+    for (v, label) in ticks {
+        let ty = num(y(*v));
+        let _ = writeln!(
+            out,
+            "<line class=\"grid\" x1=\"{}\" y1=\"{ty}\" x2=\"{}\" y2=\"{ty}\"/>\n<text class=\"tick\" x=\"{}\" y=\"{ty}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>",
+            num(SERIES_LEFT),
+            num(SERIES_LEFT + plot_w),
+            num(SERIES_LEFT - 6.0),
+            escape(label)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<line class=\"axis\" x1=\"{l}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\"/>",
+        l = num(SERIES_LEFT),
+        r = num(SERIES_LEFT + plot_w),
+        b = num(bottom)
+    );
+    // The band: one path per run of consecutive windows with an interval.
+    let mut i = 0;
+    while i < points.len() {
+        if points[i].interval.is_none() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < points.len() && points[i].interval.is_some() {
+            i += 1;
+        }
+        let run: Vec<(usize, [f64; 2])> = (start..i)
+            .filter_map(|k| points[k].interval.map(|iv| (k, iv)))
+            .collect();
+        let d = if run.len() == 1 {
+            let (k, [a, b]) = run[0];
+            let (x1, x2) = (num(x(k) - SERIES_LONE_HALF), num(x(k) + SERIES_LONE_HALF));
+            format!(
+                "M{x1} {lo} L{x2} {lo} L{x2} {hi} L{x1} {hi} Z",
+                lo = num(y(a)),
+                hi = num(y(b))
+            )
+        } else {
+            let upper: Vec<String> = run
+                .iter()
+                .map(|(k, [_, b])| format!("{} {}", num(x(*k)), num(y(*b))))
+                .collect();
+            let lower: Vec<String> = run
+                .iter()
+                .rev()
+                .map(|(k, [a, _])| format!("{} {}", num(x(*k)), num(y(*a))))
+                .collect();
+            format!("M{} L{} Z", upper.join(" L"), lower.join(" L"))
+        };
+        let _ = writeln!(out, "<path class=\"band\" d=\"{d}\"/>");
+    }
+    if let Some((v, label)) = &threshold {
+        let ty = num(y(*v));
+        let _ = writeln!(
+            out,
+            "<line class=\"ref margin\" x1=\"{}\" y1=\"{ty}\" x2=\"{}\" y2=\"{ty}\"/>\n<text class=\"reflabel\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            num(SERIES_LEFT),
+            num(SERIES_LEFT + plot_w),
+            num(SERIES_LEFT + plot_w - 4.0),
+            num(y(*v) - 4.0),
+            escape(label)
+        );
+    }
+    // The line through the points, broken where a window has none.
+    let mut d = String::new();
+    let mut pen_down = false;
+    for (k, p) in points.iter().enumerate() {
+        match p.value {
+            Some(v) => {
+                let _ = write!(
+                    d,
+                    "{}{} {}",
+                    if pen_down {
+                        " L"
+                    } else if d.is_empty() {
+                        "M"
+                    } else {
+                        " M"
+                    },
+                    num(x(k)),
+                    num(y(v))
+                );
+                pen_down = true;
+            }
+            None => pen_down = false,
+        }
+    }
+    if !d.is_empty() {
+        let _ = writeln!(out, "<path class=\"series-line\" d=\"{d}\"/>");
+    }
+    for (k, p) in points.iter().enumerate() {
+        let cx = num(x(k));
+        if let Some(v) = p.value {
+            let _ = writeln!(
+                out,
+                "<circle class=\"point series-point{}\" cx=\"{cx}\" cy=\"{}\" r=\"4\"><title>{}</title></circle>",
+                if p.dimmed { " dim" } else { "" },
+                num(y(v)),
+                escape(&p.title)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<text class=\"tick{}\" x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n<text class=\"tick n{}\" x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">n={}</text>",
+            if p.dimmed { " dim" } else { "" },
+            num(bottom + 16.0),
+            escape(&p.label),
+            if p.dimmed { " dim" } else { "" },
+            num(bottom + 32.0),
+            p.n
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +441,80 @@ mod tests {
         assert!(a.contains("&lt;b&gt;") && a.contains("&quot;x&quot;"));
         assert!(a.contains("cx=\"410.0\""));
         assert_eq!(num(-0.01), "0.0");
+    }
+
+    fn point(label: &str, value: Option<f64>, interval: Option<[f64; 2]>) -> SeriesPoint {
+        SeriesPoint {
+            label: label.into(),
+            value,
+            interval,
+            n: 10,
+            dimmed: false,
+            title: format!("{label} title"),
+        }
+    }
+
+    /// Four windows on [0, 1]: the plot is 288 wide from x = 56 (columns of 72, centres at 92,
+    /// 164, 236, 308) and 150 high from y = 14 (so v maps to 164 − 150 v).
+    #[test]
+    fn series_places_points_and_band() {
+        let mut pts = vec![
+            point("w1", Some(0.5), Some([0.4, 0.6])),
+            point("w2", Some(0.8), Some([0.7, 0.9])),
+            point("w3", Some(0.2), None),
+            point("w4", None, None),
+        ];
+        pts[0].dimmed = true;
+        let svg = series_chart("c", &pts, [0.0, 1.0], &[], None);
+        assert_eq!(svg, series_chart("c", &pts, [0.0, 1.0], &[], None));
+        // Points at their column centre and value.
+        assert!(svg.contains("cx=\"92.0\" cy=\"89.0\""), "{svg}");
+        assert!(svg.contains("cx=\"164.0\" cy=\"44.0\""), "{svg}");
+        assert!(svg.contains("cx=\"236.0\" cy=\"134.0\""), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 3);
+        // One band over w1–w2: upper ends left to right, lower ends back.
+        assert_eq!(svg.matches("<path class=\"band\"").count(), 1);
+        assert!(
+            svg.contains("d=\"M92.0 74.0 L164.0 29.0 L164.0 59.0 L92.0 104.0 Z\""),
+            "{svg}"
+        );
+        // The window without an interval has its point but no band; the one without a value
+        // breaks the line and has no point, but its column and n are there.
+        assert!(
+            svg.contains("d=\"M92.0 89.0 L164.0 44.0 L236.0 134.0\""),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("n=10").count(), 4);
+        // The first window is outside the horizon: its column shaded, its point dimmed.
+        assert!(svg.contains("<rect class=\"outside\" x=\"56.0\""));
+        assert!(svg.contains("class=\"point series-point dim\" cx=\"92.0\""));
+        assert!(svg.contains("<title>c</title>") && svg.contains("aria-label=\"c\""));
+    }
+
+    #[test]
+    fn a_lone_interval_is_a_box_and_texts_are_escaped() {
+        let pts = vec![
+            point("<w1>", Some(0.5), None),
+            point("w2", Some(0.5), Some([0.4, 0.6])),
+            point("w3", Some(0.5), None),
+        ];
+        let svg = series_chart(
+            "intent=<script>alert(1)</script>",
+            &pts,
+            [0.0, 1.0],
+            &[(0.5, "0.50".into())],
+            Some((0.8, "min \"0.8\"".into())),
+        );
+        assert!(
+            svg.contains(
+                "<path class=\"band\" d=\"M191.0 104.0 L209.0 104.0 L209.0 74.0 L191.0 74.0 Z\"/>"
+            ),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("class=\"band\"").count(), 1);
+        assert!(!svg.contains("<script") && !svg.contains("<w1>"));
+        assert!(svg.contains("intent=&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(svg.contains("&lt;w1&gt;") && svg.contains("min &quot;0.8&quot;"));
+        assert!(svg.contains("<title>&lt;w1&gt; title</title>"));
     }
 }

@@ -11,7 +11,8 @@
 //! - `verdicts`: one row per case and criterion;
 //! - `cache`: content-addressed entries per layer, keyed by sha256 of canonical JSON. Errors
 //!   are never written here;
-//! - `diagnoses`, `comparisons`, `calibrations`;
+//! - `diagnoses`, `comparisons`, `calibrations`, and `monitors` (the reports of
+//!   `oloproof monitor`, ids `mon_<ULID>`);
 //! - `collected_requests`: the OTLP/HTTP bodies `oloproof collect` received, verbatim, in
 //!   arrival order.
 //!

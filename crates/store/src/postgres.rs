@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, redact_url, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord,
-    CaseRecord, CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, NewRun,
-    OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError, StoreResult,
-    VerdictRecord, WorkerId,
+    CaseRecord, CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest,
+    MonitorRecord, NewRun, OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore,
+    StoreError, StoreResult, VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use postgres::error::SqlState;
@@ -44,10 +44,11 @@ use crate::{decode_case, now_ms};
 pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/postgres/0001_initial.sql")),
     (2, include_str!("../migrations/postgres/0002_collected.sql")),
+    (3, include_str!("../migrations/postgres/0003_monitors.sql")),
 ];
 
 /// The schema version a database has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long to keep retrying an operation whose connection was lost, in seconds (default
 /// [`DEFAULT_RETRY_S`]).
@@ -509,6 +510,15 @@ fn comparison_row(r: &Row) -> Result<RecordedAnalysis, Fail> {
         baseline: Some(r.try_get(2)?),
         created_ms: r.try_get(3)?,
         content_json: r.try_get(4)?,
+    })
+}
+
+fn monitor_row(r: &Row) -> Result<MonitorRecord, Fail> {
+    Ok(MonitorRecord {
+        id: r.try_get(0)?,
+        created_ms: r.try_get(1)?,
+        traffic: r.try_get(2)?,
+        content_json: r.try_get(3)?,
     })
 }
 
@@ -1109,11 +1119,49 @@ impl ArtifactStore for PgStore {
         })
     }
 
+    fn save_monitor(&mut self, id: &str, traffic: &str, content_json: &str) -> StoreResult<()> {
+        let now = now_ms();
+        self.run_op(None, |c| {
+            c.execute(
+                "INSERT INTO monitors(id, created_ms, traffic, content_json) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (id) DO UPDATE SET created_ms = EXCLUDED.created_ms,
+                   traffic = EXCLUDED.traffic, content_json = EXCLUDED.content_json",
+                &[&id, &now, &traffic, &content_json],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn monitor(&self, id: &str) -> StoreResult<Option<MonitorRecord>> {
+        self.run_op(None, |c| {
+            match c.query_opt(
+                "SELECT id, created_ms, traffic, content_json FROM monitors WHERE id = $1",
+                &[&id],
+            )? {
+                Some(r) => monitor_row(&r).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn list_monitors(&self) -> StoreResult<Vec<MonitorRecord>> {
+        self.run_op(None, |c| {
+            c.query(
+                "SELECT id, created_ms, traffic, content_json FROM monitors ORDER BY created_ms DESC, id DESC",
+                &[],
+            )?
+            .iter()
+            .map(monitor_row)
+            .collect()
+        })
+    }
+
     fn import_artifacts(
         &mut self,
         diagnoses: &[RecordedAnalysis],
         comparisons: &[RecordedAnalysis],
         calibrations: &[CalibrationRecord],
+        monitors: &[MonitorRecord],
     ) -> StoreResult<()> {
         self.run_op(None, |c| {
             let mut tx = c.transaction()?;
@@ -1133,6 +1181,12 @@ impl ArtifactStore for PgStore {
                 tx.execute(
                     "INSERT INTO calibrations(id, judge, identity, passed, created_ms, content_json) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
                     &[&k.id, &k.judge, &k.identity, &k.passed, &k.created_ms, &k.content_json],
+                )?;
+            }
+            for m in monitors {
+                tx.execute(
+                    "INSERT INTO monitors(id, created_ms, traffic, content_json) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
+                    &[&m.id, &m.created_ms, &m.traffic, &m.content_json],
                 )?;
             }
             tx.commit()?;

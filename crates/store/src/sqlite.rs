@@ -13,9 +13,9 @@ use std::time::Duration;
 use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord, CaseRecord,
-    CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, NewRun,
-    OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError, StoreResult,
-    VerdictRecord, WorkerId,
+    CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, MonitorRecord,
+    NewRun, OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError,
+    StoreResult, VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -27,10 +27,11 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/sqlite/0001_initial.sql")),
     (2, include_str!("../migrations/sqlite/0002_leases.sql")),
     (3, include_str!("../migrations/sqlite/0003_collected.sql")),
+    (4, include_str!("../migrations/sqlite/0004_monitors.sql")),
 ];
 
 /// The schema version a store has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The wait for locks: [`ENV_BUSY_TIMEOUT`] when set, else [`DEFAULT_BUSY_TIMEOUT_S`].
 fn busy_timeout() -> StoreResult<Duration> {
@@ -886,11 +887,43 @@ impl ArtifactStore for SqliteStore {
             .map_err(self.err())
     }
 
+    fn save_monitor(&mut self, id: &str, traffic: &str, content_json: &str) -> StoreResult<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO monitors(id, created_ms, traffic, content_json) VALUES (?1, ?2, ?3, ?4)",
+                params![id, now_ms(), traffic, content_json],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    fn monitor(&self, id: &str) -> StoreResult<Option<MonitorRecord>> {
+        self.conn
+            .query_row(
+                "SELECT id, created_ms, traffic, content_json FROM monitors WHERE id = ?1",
+                [id],
+                monitor_row,
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
+    fn list_monitors(&self) -> StoreResult<Vec<MonitorRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, created_ms, traffic, content_json FROM monitors ORDER BY created_ms DESC, id DESC")
+            .map_err(self.err())?;
+        let rows = stmt.query_map([], monitor_row).map_err(self.err())?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())
+    }
+
     fn import_artifacts(
         &mut self,
         diagnoses: &[RecordedAnalysis],
         comparisons: &[RecordedAnalysis],
         calibrations: &[CalibrationRecord],
+        monitors: &[MonitorRecord],
     ) -> StoreResult<()> {
         let path = self.path.clone();
         let e = |source| backend(&path, source);
@@ -916,8 +949,24 @@ impl ArtifactStore for SqliteStore {
             )
             .map_err(e)?;
         }
+        for m in monitors {
+            tx.execute(
+                "INSERT OR IGNORE INTO monitors(id, created_ms, traffic, content_json) VALUES (?1, ?2, ?3, ?4)",
+                params![m.id, m.created_ms, m.traffic, m.content_json],
+            )
+            .map_err(e)?;
+        }
         tx.commit().map_err(e)
     }
+}
+
+fn monitor_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MonitorRecord> {
+    Ok(MonitorRecord {
+        id: r.get(0)?,
+        created_ms: r.get(1)?,
+        traffic: r.get(2)?,
+        content_json: r.get(3)?,
+    })
 }
 
 #[cfg(test)]
@@ -984,6 +1033,8 @@ mod tests {
         assert_eq!((run.status, run.done_count), (RunStatus::Complete, 1));
         let cases = store.cases(&RunId::from("run_old")).unwrap();
         assert_eq!(cases[0].cache_use_json, None);
+        // The tables added since are there (schema 4: monitor reports).
+        assert!(store.list_monitors().unwrap().is_empty());
         // Opening again finds it current.
         drop(store);
         assert_eq!(

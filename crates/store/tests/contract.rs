@@ -11,8 +11,8 @@ use oloproof_core::run::{Evaluators, LoadedRun, StoredEvaluatorError};
 use oloproof_core::settings::RunSettings;
 use oloproof_core::source::{SourceError, YamlDocument};
 use oloproof_core::store::{
-    CacheLayer, CaseResult, CaseState, Claim, CollectedRequest, NewRun, OtlpEncoding, RunId,
-    RunStatus, Store, StoreError, StoreLocation, WorkerId,
+    CacheLayer, CaseResult, CaseState, Claim, CollectedRequest, MonitorRecord, NewRun,
+    OtlpEncoding, RunId, RunStatus, Store, StoreError, StoreLocation, WorkerId,
 };
 use oloproof_core::summary::{CacheCounts, HitMiss, RunSummary, SummaryKind};
 use oloproof_core::trace::Trace;
@@ -169,6 +169,7 @@ contract!(
     a_run_is_exported_and_imported_whole,
     unknown_runs_are_typed_errors,
     collected_requests_keep_their_order_and_bytes,
+    monitor_reports_are_recorded_listed_and_copied,
 );
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -574,6 +575,61 @@ fn artifacts_are_recorded_and_listed(b: &Backend) {
     assert_eq!((id.as_str(), passed), ("cal2", true));
     assert_eq!(s.latest_calibration("other").unwrap(), None);
     assert_eq!(s.list_calibrations().unwrap().len(), 2);
+}
+
+/// A monitor report as `oloproof monitor` records it (the smallest the report type reads).
+fn monitor_json(path: &str) -> String {
+    serde_json::json!({
+        "schema_version": 1,
+        "traffic": {"path": path, "sha256": "ab", "records": 0, "timed": 0, "untimed": 0,
+                    "untimed_examples": [], "skipped_rows": 0},
+        "window": {"size": "1d", "rolling": "1d", "horizon_windows": 1,
+                   "horizon_start": null, "horizon_end": null},
+        "segments": [],
+        "sampling": {"seed": 0, "target_judgments": 200, "always": [], "tiers": []},
+        "windows": [], "slos": [], "alerts": [],
+        "errors": {"errors": 0, "traces": 0, "max_error_rate": 0.0},
+        "incomplete": [],
+    })
+    .to_string()
+}
+
+fn monitor_reports_are_recorded_listed_and_copied(b: &Backend) {
+    let mut s = b.store();
+    assert!(s.list_monitors().unwrap().is_empty());
+    let (first, second) = (MonitorRecord::new_id(), MonitorRecord::new_id());
+    s.save_monitor(&first, "a.jsonl", &monitor_json("a.jsonl"))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    s.save_monitor(&second, "b.jsonl", &monitor_json("b.jsonl"))
+        .unwrap();
+    let listed = s.list_monitors().unwrap();
+    let ids: Vec<&str> = listed.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, [second.as_str(), first.as_str()], "newest first");
+    assert_eq!(listed[1].traffic, "a.jsonl");
+    let one = s.monitor(&first).unwrap().unwrap();
+    assert_eq!(one, listed[1]);
+    let report = s.load_monitor(&first).unwrap().unwrap();
+    assert_eq!(report.traffic.path, "a.jsonl");
+    assert_eq!(s.monitor("mon_none").unwrap(), None);
+    assert!(s.load_monitor("mon_none").unwrap().is_none());
+    // An unreadable report is an error naming it.
+    s.save_monitor("mon_bad", "c.jsonl", "{not json").unwrap();
+    let err = s.load_monitor("mon_bad").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("stored record of monitor report mon_bad is unreadable: "),
+        "{err}"
+    );
+    // Copied into a SQLite store with their times; copying again keeps what is there.
+    let other = sqlite();
+    let mut t = other.store();
+    t.import_artifacts(&[], &[], &[], &listed).unwrap();
+    assert_eq!(t.list_monitors().unwrap(), listed);
+    let mut changed = listed.clone();
+    changed[0].content_json = monitor_json("changed.jsonl");
+    t.import_artifacts(&[], &[], &[], &changed).unwrap();
+    assert_eq!(t.list_monitors().unwrap(), listed);
 }
 
 fn a_run_is_exported_and_imported_whole(b: &Backend) {

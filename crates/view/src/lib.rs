@@ -5,11 +5,12 @@
 //!
 //! | path | page |
 //! | --- | --- |
-//! | `/` | runs (config summary, headline numbers), comparisons and diagnoses |
+//! | `/` | runs (config summary, headline numbers), comparisons, diagnoses, monitor reports |
 //! | `/runs/<id>` | metric table with intervals and counts, slices, latency, filtered cases |
 //! | `/runs/<id>/cases/<case_id>` | one case's full trace with every verdict and judge output |
 //! | `/comparisons/<id>` | forest plot, decisions, gate, cases side by side (regressions first) |
 //! | `/diagnoses/<id>` | label counts, recovery, the labelled cases |
+//! | `/monitors/<id>` | a monitor report: alerts, SLOs, per-window series, drift, feedback |
 //!
 //! Filters are query parameters read on the server (`criterion`, `outcome`, `slice`, `label`,
 //! `direction`); the pages carry no script at all. Everything stored came from a system or a
@@ -79,6 +80,11 @@ pub fn diagnosis_link(id: &str) -> String {
     format!("/diagnoses/{}", path_segment(id))
 }
 
+/// The link to a monitor report.
+pub fn monitor_link(id: &str) -> String {
+    format!("/monitors/{}", path_segment(id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +98,7 @@ mod tests {
         );
         assert_eq!(case_link("run_1", ".."), "/runs/run_1/case?id=..");
         assert_eq!(comparison_link("sha256:ab"), "/comparisons/sha256:ab");
+        assert_eq!(monitor_link("mon_01<"), "/monitors/mon_01%3C");
         assert_eq!(path_segment("é"), "%C3%A9");
     }
 }

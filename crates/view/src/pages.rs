@@ -17,17 +17,19 @@ use std::fmt::Write as _;
 use oloproof_core::case::Case;
 use oloproof_core::comparison::{ChangeDirection, Comparison, Gate};
 use oloproof_core::diagnosis::{CaseDiagnosis, Diagnosis};
+use oloproof_core::monitor_report::MonitorReport;
 use oloproof_core::run::{Evaluators, LoadedCase, LoadedRun, RunRecord};
-use oloproof_core::store::RecordedAnalysis;
+use oloproof_core::store::{MonitorRecord, RecordedAnalysis};
 use oloproof_core::summary::RunSummary;
 use oloproof_core::trace::Trace;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use oloproof_report::html::{self, escape};
+use oloproof_report::monitor;
 use oloproof_report::{counts_cell, format_utc, interval_cell, value_cell};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{case_link, comparison_link, diagnosis_link, run_link};
+use crate::{case_link, comparison_link, diagnosis_link, monitor_link, run_link};
 
 /// The viewer's stylesheet: the report's, then the viewer's own rules. Served as
 /// `/static/style.css`.
@@ -195,11 +197,12 @@ fn headline(summary: &RunSummary) -> String {
 }
 
 /// `/`: runs (newest first) with their config summary and headline numbers, then the
-/// comparisons and diagnoses.
+/// comparisons, diagnoses and monitor reports.
 pub fn runs_page(
     runs: &[RunRecord],
     comparisons: &[RecordedAnalysis],
     diagnoses: &[RecordedAnalysis],
+    monitors: &[MonitorRecord],
 ) -> String {
     let mut body = String::from("<h1>Runs</h1>\n");
     if runs.is_empty() {
@@ -304,7 +307,76 @@ pub fn runs_page(
         }
         body.push_str("</table>\n");
     }
+    if !monitors.is_empty() {
+        body.push_str(&monitors_table(monitors));
+    }
     shell("Runs", &[("Runs".into(), "/".into())], &body)
+}
+
+/// The index's table of monitor reports (newest first): id, time, traffic, windows, alerts
+/// fired and SLOs not met; a report that does not decode says so in its row.
+fn monitors_table(monitors: &[MonitorRecord]) -> String {
+    let mut out = String::from("<h2>Monitor reports</h2>\n<table class=\"list\" id=\"monitors\">\n<tr><th>report</th><th>recorded (UTC)</th><th>traffic</th><th class=\"num\">windows</th><th class=\"num\">alerts fired</th><th class=\"num\">SLOs not met</th></tr>\n");
+    for m in monitors {
+        let (windows, fired, unmet) = match m.report() {
+            Ok(r) => (
+                r.windows.len().to_string(),
+                r.alerts.iter().filter(|a| a.fired).count().to_string(),
+                format!(
+                    "{} of {}",
+                    r.slos.iter().filter(|s| s.decision.state.fails()).count(),
+                    r.slos.len()
+                ),
+            ),
+            Err(_) => ("unreadable".into(), "—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            out,
+            "<tr data-monitor=\"{id}\"><td class=\"mono\"><a href=\"{}\">{id}</a></td><td class=\"nowrap\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&monitor_link(&m.id)),
+            escape(&format_utc(m.created_ms)),
+            escape(&m.traffic),
+            escape(&windows),
+            escape(&fired),
+            escape(&unmet),
+            id = escape(&m.id),
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// `/monitors/<id>`: a monitor report ([`oloproof_report::monitor::monitor_body`]), with links
+/// to the runs its tiers judged with.
+pub fn monitor_page(record: &MonitorRecord, report: &MonitorReport) -> String {
+    let mut body = monitor::monitor_body(&record.id, Some(record.created_ms), report);
+    let runs: Vec<String> = report
+        .sampling
+        .tiers
+        .iter()
+        .filter_map(|t| {
+            t.run_id.as_ref().map(|id| {
+                format!(
+                    "<li>tier {} run <a class=\"mono\" href=\"{}\">{}</a></li>",
+                    t.tier,
+                    escape(&run_link(id)),
+                    escape(id)
+                )
+            })
+        })
+        .collect();
+    if !runs.is_empty() {
+        let _ = write!(
+            body,
+            "<h2>Judged in</h2>\n<ul class=\"links\" id=\"tier-runs\">\n{}\n</ul>\n",
+            runs.join("\n")
+        );
+    }
+    shell(
+        &format!("Monitor {}", record.id),
+        &[root_crumb(), (record.id.clone(), monitor_link(&record.id))],
+        &body,
+    )
 }
 
 fn status_pill(status: &str) -> String {

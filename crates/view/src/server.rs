@@ -168,6 +168,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/runs/{run_id}/case", get(case_by_query))
         .route("/comparisons/{id}", get(comparison))
         .route("/diagnoses/{id}", get(diagnosis))
+        .route("/monitors/{id}", get(monitor))
         .route("/static/style.css", get(stylesheet))
         .route("/static/favicon.svg", get(favicon))
         .fallback(fallback)
@@ -283,7 +284,8 @@ async fn index(State(state): State<Arc<AppState>>) -> Response {
         let runs = store.list_runs().map_err(internal)?;
         let comparisons = store.list_comparisons().map_err(internal)?;
         let diagnoses = store.list_diagnoses().map_err(internal)?;
-        Ok(pages::runs_page(&runs, &comparisons, &diagnoses))
+        let monitors = store.list_monitors().map_err(internal)?;
+        Ok(pages::runs_page(&runs, &comparisons, &diagnoses, &monitors))
     })
     .await
 }
@@ -452,6 +454,27 @@ async fn diagnosis(
         };
         let run = load(store, evaluators, &d.content.run_id)?;
         pages::diagnosis_page(&d, &run, &filter)
+    })
+    .await
+}
+
+async fn monitor(
+    State(state): State<Arc<AppState>>,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    let id = match ids(id) {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    page(state, move |store, _| {
+        let Some(record) = store.monitor(&id).map_err(internal)? else {
+            return Err(PageError::NotFound(format!(
+                "no monitor report `{}` in this store",
+                pages::quoted(&id)
+            )));
+        };
+        let report = record.report().map_err(internal)?;
+        Ok(pages::monitor_page(&record, &report))
     })
     .await
 }

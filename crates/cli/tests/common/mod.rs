@@ -85,25 +85,34 @@ pub fn redact(text: &str, tmp: &Path) -> String {
     if let Ok(canon) = tmp.canonicalize() {
         out = out.replace(&canon.display().to_string(), "[TMP]");
     }
-    let mut result = String::with_capacity(out.len());
-    let mut rest = out.as_str();
-    while let Some(i) = rest.find("run_") {
+    for prefix in ["run_", "mon_"] {
+        out = redact_ulids(&out, prefix);
+    }
+    redact_hashes(&out)
+}
+
+/// Replaces `<prefix><26-character ULID>` ids by `<prefix>[ID]`.
+fn redact_ulids(text: &str, prefix: &str) -> String {
+    let mut result = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(prefix) {
         result.push_str(&rest[..i]);
-        let tail = &rest[i + 4..];
+        let tail = &rest[i + prefix.len()..];
         let id_len = tail
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric())
             .count();
         if id_len == 26 {
-            result.push_str("run_[ID]");
+            result.push_str(prefix);
+            result.push_str("[ID]");
             rest = &tail[26..];
         } else {
-            result.push_str("run_");
+            result.push_str(prefix);
             rest = tail;
         }
     }
     result.push_str(rest);
-    redact_hashes(&result)
+    result
 }
 
 /// Replaces `sha256:<64 hex>` ids.

@@ -43,130 +43,9 @@ use crate::EngineError;
 /// Version of the stored probe vectors file.
 pub const PROBE_VECTORS_SCHEMA_VERSION: u32 = 1;
 
-/// Everything drift found.
-#[derive(Debug, Clone, Serialize)]
-pub struct DriftReport {
-    /// The embedding judge.
-    pub embedder: Option<String>,
-    /// Its model's content identity.
-    pub model_identity: Option<String>,
-    /// `first`, `previous` or the reference window's start, as configured.
-    pub reference: String,
-    /// Significance level applied to the Holm-adjusted p-values.
-    pub alpha: f64,
-    /// Permutations per test.
-    pub permutations: usize,
-    /// Timed records without a question text (not embedded; counted).
-    pub without_question: u64,
-    /// One test per window (and segment) against its reference.
-    pub queries: Vec<QueryDrift>,
-    /// The probe set, when configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probes: Option<ProbeDrift>,
-    /// One entry per `drift.performance` item.
-    pub performance: Vec<PerformanceDrift>,
-}
-
-/// Query drift of one window (and segment) against its reference.
-#[derive(Debug, Clone, Serialize)]
-pub struct QueryDrift {
-    /// Window start.
-    pub window: String,
-    /// The reference window's start (none when there is none).
-    pub reference_window: Option<String>,
-    /// `all`, or the segment.
-    pub segment: String,
-    /// Whether the window is in the horizon (only those are adjusted and alerted on).
-    pub in_horizon: bool,
-    /// `drift`, `no_drift`, or `insufficient` (see `why`).
-    pub status: &'static str,
-    /// Reference queries tested.
-    pub reference_queries: u64,
-    /// Window queries tested.
-    pub window_queries: u64,
-    /// Window queries left out by `max_queries`.
-    pub subsampled_out: u64,
-    /// Unbiased MMD².
-    pub mmd2: Option<f64>,
-    /// Kernel bandwidth (median heuristic).
-    pub bandwidth: Option<f64>,
-    /// Permutation p-value.
-    pub p_value: Option<f64>,
-    /// Holm-adjusted over the horizon's tests.
-    pub p_adjusted: Option<f64>,
-    /// Jensen–Shannon distance (base 2) of the binned cosine to the reference centroid.
-    pub js_distance: Option<f64>,
-    /// Bins of that histogram (after ties).
-    pub bins: Option<usize>,
-    /// Why there is no test, or the numbers in words.
-    pub why: String,
-}
-
-/// Probe drift.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeDrift {
-    /// The probe file as configured.
-    pub file: String,
-    /// The stored vectors file as configured or derived.
-    pub vectors: String,
-    /// `baseline_written` (first run), `compared`.
-    pub status: &'static str,
-    /// Probes read.
-    pub probes: u64,
-    /// Probes compared with a stored vector.
-    pub compared: u64,
-    /// Probes without a stored vector (added after the baseline), or whose text changed.
-    pub unmatched: Vec<String>,
-    /// Smallest cosine.
-    pub min_cosine: Option<f64>,
-    /// Mean cosine.
-    pub mean_cosine: Option<f64>,
-    /// The threshold.
-    pub threshold: f64,
-    /// Probes under it, with their cosine.
-    pub below: Vec<(String, f64)>,
-    /// Model identity stored with the vectors.
-    pub stored_model: Option<String>,
-    /// Model identity now.
-    pub current_model: Option<String>,
-}
-
-/// One performance-drift item.
-#[derive(Debug, Clone, Serialize)]
-pub struct PerformanceDrift {
-    /// `regeneration`, `thumbs_down`, `follow_up`, or the criterion.
-    pub subject: String,
-    /// The segment key.
-    pub by: Vec<String>,
-    /// The fixed band, when configured.
-    pub band: Option<[f64; 2]>,
-    /// Per window and segment.
-    pub windows: Vec<PerformanceWindow>,
-}
-
-/// One window and segment of a performance-drift item.
-#[derive(Debug, Clone, Serialize)]
-pub struct PerformanceWindow {
-    /// Window start.
-    pub window: String,
-    /// Segment.
-    pub segment: String,
-    /// Whether in the horizon.
-    pub in_horizon: bool,
-    /// `out_of_band`, `in_band`, `reference` (the reference window itself), `insufficient`.
-    pub status: &'static str,
-    /// Traces (signal) or sampled observed judgments (criterion).
-    pub n: u64,
-    /// The share or mean.
-    pub value: Option<f64>,
-    /// Its 95 % interval (Wilson for shares, the run summary's for a criterion).
-    pub interval: Option<[f64; 2]>,
-    /// The band decided on (fixed, or the reference's control limits).
-    pub band: Option<[f64; 2]>,
-    /// The reference's value and size behind control limits.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reference: Option<(f64, u64)>,
-}
+pub use oloproof_core::monitor_report::{
+    DriftReport, PerformanceDrift, PerformanceWindow, ProbeDrift, QueryDrift,
+};
 
 /// The stored probe vectors.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -333,11 +212,11 @@ pub(super) fn drift(
     };
     let mut alerts = Vec::new();
     let alert = |kind: &'static str, subject: String, segment: String| AlertReport {
-        kind,
+        kind: kind.to_string(),
         subject,
         segment,
         fired: false,
-        status: "insufficient",
+        status: "insufficient".into(),
         why: String::new(),
         n: 0,
         value: None,
@@ -430,7 +309,7 @@ pub(super) fn drift(
                     reference_window: r.map(rfc3339_from_ms),
                     segment: scope.clone(),
                     in_horizon: in_horizon(w),
-                    status: "insufficient",
+                    status: "insufficient".into(),
                     reference_queries: ref_q.len() as u64,
                     window_queries: cur_q.len() as u64,
                     subsampled_out: out,
@@ -453,7 +332,7 @@ pub(super) fn drift(
                         q.mmd2 = Some(t.mmd2);
                         q.bandwidth = Some(t.bandwidth);
                         q.p_value = Some(t.p_value);
-                        q.status = "no_drift";
+                        q.status = "no_drift".into();
                     }
                     Err(e) => {
                         q.why =
@@ -485,7 +364,7 @@ pub(super) fn drift(
                 let q = &mut report.queries[i];
                 q.p_adjusted = Some(a);
                 if a <= d.alpha {
-                    q.status = "drift";
+                    q.status = "drift".into();
                 }
             }
             for q in report.queries.iter_mut().filter(|q| q.p_value.is_some()) {
@@ -518,7 +397,7 @@ pub(super) fn drift(
                 match worst {
                     Some(q) => {
                         a.fired = q.status == "drift";
-                        a.status = if a.fired { "fired" } else { "ok" };
+                        a.status = if a.fired { "fired" } else { "ok" }.into();
                         a.n = q.window_queries;
                         a.value = q.mmd2;
                         a.why = format!(
@@ -556,9 +435,9 @@ pub(super) fn drift(
                 let mut a = alert("probe_drift", "probes".into(), "all".into());
                 a.n = pd.compared;
                 a.value = pd.min_cosine;
-                match pd.status {
+                match pd.status.as_str() {
                     "baseline_written" => {
-                        a.status = "ok";
+                        a.status = "ok".into();
                         a.why = format!(
                             "{} probe vectors stored in {} (the baseline later runs compare with)",
                             pd.probes, pd.vectors
@@ -569,7 +448,7 @@ pub(super) fn drift(
                     }
                     _ => {
                         a.fired = !pd.below.is_empty();
-                        a.status = if a.fired { "fired" } else { "ok" };
+                        a.status = if a.fired { "fired" } else { "ok" }.into();
                         let model = match (&pd.stored_model, &pd.current_model) {
                             (Some(s), Some(c)) if s != c => {
                                 format!("; the model changed ({s} → {c})")
@@ -742,7 +621,7 @@ fn probe_drift(
     let mut pd = ProbeDrift {
         file: p.file.clone(),
         vectors: vectors_shown.clone(),
-        status: "compared",
+        status: "compared".into(),
         probes: probes.len() as u64,
         compared: 0,
         unmatched: Vec::new(),
@@ -777,7 +656,7 @@ fn probe_drift(
                 "{vectors_shown}: cannot write the probe vectors: {e}"
             ))
         })?;
-        pd.status = "baseline_written";
+        pd.status = "baseline_written".into();
         pd.stored_model = current_model;
         return Ok(Ok(pd));
     }
@@ -880,7 +759,7 @@ fn performance_drift(
             window: rfc3339_from_ms(*w),
             segment: segment.clone(),
             in_horizon: in_horizon(*w),
-            status: "insufficient",
+            status: "insufficient".into(),
             n,
             value,
             interval,
@@ -894,11 +773,12 @@ fn performance_drift(
                         "out_of_band"
                     } else {
                         "in_band"
-                    };
+                    }
+                    .into();
                 }
             }
             None => match reference_of(*w) {
-                None => pw.status = "reference",
+                None => pw.status = "reference".into(),
                 Some(r) => {
                     if let Some(rps) = groups.get(&(segment.clone(), r)) {
                         let (rv, rn, _, rvalues) = measure(rps);
@@ -929,7 +809,8 @@ fn performance_drift(
                                 "out_of_band"
                             } else {
                                 "in_band"
-                            };
+                            }
+                            .into();
                         }
                     }
                 }
@@ -947,7 +828,7 @@ fn performance_drift(
         let decided: Vec<&PerformanceWindow> = idx
             .iter()
             .map(|&i| &windows[i])
-            .filter(|w| w.in_horizon && matches!(w.status, "out_of_band" | "in_band"))
+            .filter(|w| w.in_horizon && matches!(w.status.as_str(), "out_of_band" | "in_band"))
             .collect();
         let out: Vec<&PerformanceWindow> = decided
             .iter()
@@ -958,7 +839,7 @@ fn performance_drift(
         match shown {
             Some(w) => {
                 a.fired = !out.is_empty();
-                a.status = if a.fired { "fired" } else { "ok" };
+                a.status = if a.fired { "fired" } else { "ok" }.into();
                 a.n = w.n;
                 a.value = w.value;
                 a.interval = w.interval;

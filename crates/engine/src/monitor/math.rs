@@ -4,7 +4,8 @@
 
 use oloproof_core::monitor::{AlwaysRule, Rate};
 use oloproof_stats::Interval;
-use serde::{Deserialize, Serialize};
+
+pub use oloproof_core::monitor_report::{SloDecision, SloState};
 
 /// Two-sided confidence of the intervals the alerts decide on.
 pub const ALERT_CONFIDENCE: f64 = 0.95;
@@ -77,53 +78,6 @@ pub fn selection_reasons(
         reasons.push("flagged");
     }
     reasons
-}
-
-/// Where an SLO stands.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum SloState {
-    /// The Wilson lower bound reaches the promised share.
-    Met,
-    /// The lower bound is under the promise but the upper bound is not: the sample cannot
-    /// show the SLO holds (more judgments would decide).
-    NotDemonstrated,
-    /// Even the upper bound is under the promise: the SLO is broken.
-    Violated,
-    /// Nothing was judged over the horizon.
-    NoData,
-}
-
-impl SloState {
-    /// Whether `monitor` exits 3 for it: every state but `met` (an SLO is promised, so what
-    /// cannot be shown to hold does not hold).
-    pub fn fails(self) -> bool {
-        self != SloState::Met
-    }
-}
-
-/// The decision on a quality SLO from `good` of `n` judged answers.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SloDecision {
-    /// Met, not demonstrated, violated or no data.
-    pub state: SloState,
-    /// `good / n`, shown but never decided on.
-    pub share: Option<f64>,
-    /// The one-sided Wilson lower bound at the SLO's confidence (the lower end of the two-sided
-    /// `2c − 1` interval), which the decision reads.
-    pub lower_bound: Option<f64>,
-    /// The upper end of the same interval.
-    pub upper_bound: Option<f64>,
-    /// Answers scored above the threshold.
-    pub good: u64,
-    /// Judged answers.
-    pub n: u64,
-    /// Failures the promise allows on `n` answers: `floor((1 − min_share) · n)`.
-    pub allowed_failures: u64,
-    /// `n − good`.
-    pub failures: u64,
-    /// `allowed_failures − failures`: negative once the budget is spent.
-    pub budget_left: i64,
 }
 
 /// Decides an SLO "at least `min_share` of answers are good" from `good` of `n`: `met` when the

@@ -47,6 +47,9 @@
 //! 9. **Shadow evaluation** (`monitor.shadow`, [`shadow`]): the config's `system:` answers the
 //!    questions of a window's traces, both sides are judged by the same evaluators, and the
 //!    comparison's gate (the `oloproof compare` policy) joins [`MonitorReport::breached`].
+//!
+//! The report's types live in [`oloproof_core::monitor_report`] (re-exported here), so the
+//! store keeps it and the report crate and viewer render it without the engine.
 
 pub mod drift;
 pub mod math;
@@ -61,9 +64,8 @@ use oloproof_core::monitor::{AlertOptions, MonitorOptions, Rate};
 use oloproof_core::settings::SystemSettings;
 use oloproof_core::source::did_you_mean;
 use oloproof_core::store::RunId;
-use oloproof_core::summary::{CriterionSummary, SummaryKind};
+use oloproof_core::summary::SummaryKind;
 use oloproof_core::verdict::{CriterionVerdict, Verdict};
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::evaluators::Evaluator;
@@ -71,10 +73,14 @@ use crate::history::{parse_rfc3339_ms, rfc3339_from_ms};
 use crate::run::{RunFlags, RunObserver};
 use crate::summary::summarize_criterion;
 use crate::EngineError;
-use math::{SloDecision, ALERT_CONFIDENCE};
+use math::ALERT_CONFIDENCE;
 
-/// Version of [`MonitorReport`]'s JSON.
-pub const MONITOR_SCHEMA_VERSION: u32 = 1;
+pub use oloproof_core::monitor_report::{
+    AlertReport, ChangeMarkers, CriterionAggregate, ErrorShare, FeedbackCounts, MonitorReport,
+    QuantileEstimate, ReviewReport, SamplingReport, SegmentWindow, Selected, ShareEstimate,
+    SloReport, TierReport, TrafficCounts, UntimedRecord, WindowInfo, WindowReport,
+    MONITOR_SCHEMA_VERSION,
+};
 
 /// Untimed records listed by id in the report (all are counted).
 const UNTIMED_SHOWN: usize = 10;
@@ -108,335 +114,6 @@ pub struct MonitorOutput {
     pub report: MonitorReport,
     /// Rows of the review queue (`--review-queue`), in their blind order.
     pub review_rows: Vec<Value>,
-}
-
-/// The whole report of one `monitor` invocation.
-#[derive(Debug, Clone, Serialize)]
-pub struct MonitorReport {
-    /// [`MONITOR_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// What was read.
-    pub traffic: TrafficCounts,
-    /// The windows and the horizon.
-    pub window: WindowInfo,
-    /// Segment keys.
-    pub segments: Vec<String>,
-    /// The selection of every tier.
-    pub sampling: SamplingReport,
-    /// Per window: segments, feedback, change markers.
-    pub windows: Vec<WindowReport>,
-    /// Every SLO per segment over the horizon.
-    pub slos: Vec<SloReport>,
-    /// Every alert per segment over the horizon.
-    pub alerts: Vec<AlertReport>,
-    /// Error traces over the horizon against `--max-error-rate`.
-    pub errors: ErrorShare,
-    /// Why the evaluation is incomplete (exit 4), empty when it is not.
-    pub incomplete: Vec<String>,
-    /// The review queue, when asked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub review: Option<ReviewReport>,
-    /// Drift, when `monitor.drift` is configured (its alerts are in `alerts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub drift: Option<drift::DriftReport>,
-    /// Shadow evaluation, when `monitor.shadow` is configured (its gate joins the exit code).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shadow: Option<oloproof_core::shadow::ShadowReport>,
-}
-
-impl MonitorReport {
-    /// Whether an alert fired or an SLO is not met (exit 3).
-    pub fn breached(&self) -> bool {
-        self.alerts.iter().any(|a| a.fired)
-            || self.slos.iter().any(|s| s.decision.state.fails())
-            || self.shadow.as_ref().is_some_and(|s| s.blocked())
-    }
-}
-
-/// Records read.
-#[derive(Debug, Clone, Serialize)]
-pub struct TrafficCounts {
-    /// The file as named.
-    pub path: String,
-    /// sha256 of its bytes.
-    pub sha256: String,
-    /// Records loaded.
-    pub records: u64,
-    /// Records placed in a window.
-    pub timed: u64,
-    /// Records without a readable `production.timestamp`: counted, not placed.
-    pub untimed: u64,
-    /// The first untimed records, with why.
-    pub untimed_examples: Vec<UntimedRecord>,
-    /// Rows of the file not loaded (malformed lines within the allowed error rate).
-    pub skipped_rows: u64,
-}
-
-/// A record left out of the windows.
-#[derive(Debug, Clone, Serialize)]
-pub struct UntimedRecord {
-    /// Its case id.
-    pub id: String,
-    /// `no production.timestamp`, or the unreadable value.
-    pub reason: String,
-}
-
-/// The windows.
-#[derive(Debug, Clone, Serialize)]
-pub struct WindowInfo {
-    /// `monitor.window.size` as written.
-    pub size: String,
-    /// `monitor.window.rolling` as written (default: the size).
-    pub rolling: String,
-    /// Windows in the horizon.
-    pub horizon_windows: i64,
-    /// Start of the horizon (RFC 3339), when any record is timed.
-    pub horizon_start: Option<String>,
-    /// End of the horizon (exclusive: the end of the latest window).
-    pub horizon_end: Option<String>,
-}
-
-/// The selection.
-#[derive(Debug, Clone, Serialize)]
-pub struct SamplingReport {
-    /// The draw's seed.
-    pub seed: u64,
-    /// `target_judgments`.
-    pub target_judgments: u64,
-    /// `always`.
-    pub always: Vec<&'static str>,
-    /// Per tier.
-    pub tiers: Vec<TierReport>,
-}
-
-/// One tier's selection and run.
-#[derive(Debug, Clone, Serialize)]
-pub struct TierReport {
-    /// 0-based.
-    pub tier: usize,
-    /// Its criteria.
-    pub evaluators: Vec<String>,
-    /// `auto` or the share, as configured.
-    pub rate: Value,
-    /// Whether it takes the traces earlier tiers flagged.
-    pub takes_flagged: bool,
-    /// The recorded run that judged the selection (none when nothing was selected).
-    pub run_id: Option<String>,
-    /// Traces selected.
-    pub selected: u64,
-    /// Selected traces per reason (a trace may have several): `sampled`, `errors`,
-    /// `negative_feedback`, `flagged`.
-    pub by_reason: BTreeMap<String, u64>,
-    /// Judgments served by the judgment cache and made afresh.
-    pub judgments_cached: u64,
-    /// Judgments made by this invocation (0 on a re-run of the same traffic).
-    pub judgments_fresh: u64,
-    /// Traces this tier flagged for the later tiers.
-    pub flagged: u64,
-    /// Every selected trace: id, window, segment, draw, rate and reasons.
-    pub selection: Vec<Selected>,
-}
-
-/// One selected trace.
-#[derive(Debug, Clone, Serialize)]
-pub struct Selected {
-    /// Case id.
-    pub id: String,
-    /// Trace id (`production.trace_id`, else the case id).
-    pub trace_id: String,
-    /// Window start (RFC 3339).
-    pub window: String,
-    /// Segment.
-    pub segment: String,
-    /// Its draw in [0, 1).
-    pub draw: f64,
-    /// The tier's rate in its segment and window.
-    pub rate: f64,
-    /// Why it was judged.
-    pub reasons: Vec<&'static str>,
-}
-
-/// One window.
-#[derive(Debug, Clone, Serialize)]
-pub struct WindowReport {
-    /// Start (RFC 3339, inclusive).
-    pub start: String,
-    /// End (exclusive).
-    pub end: String,
-    /// Whether it is in the horizon.
-    pub in_horizon: bool,
-    /// Per segment.
-    pub segments: Vec<SegmentWindow>,
-    /// Feedback signals of the window.
-    pub feedback: FeedbackCounts,
-    /// What changed in it.
-    pub changes: ChangeMarkers,
-}
-
-/// One segment in one window.
-#[derive(Debug, Clone, Serialize)]
-pub struct SegmentWindow {
-    /// `intent=refund` (`all` without segment keys).
-    pub segment: String,
-    /// Traces.
-    pub traces: u64,
-    /// Error traces.
-    pub errors: u64,
-    /// Per criterion.
-    pub criteria: Vec<CriterionAggregate>,
-}
-
-/// One criterion's aggregates in a segment and window.
-#[derive(Debug, Clone, Serialize)]
-pub struct CriterionAggregate {
-    /// The mean (or pass rate) with its interval and counts (observed · missing · excluded),
-    /// over the traces the rate drew.
-    pub summary: CriterionSummary,
-    /// Traces judged outside the random sample (always-included, flagged): not in the
-    /// estimates.
-    pub targeted: u64,
-    /// p10 of the scores, with the order-statistic interval (scores only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub p10: Option<QuantileEstimate>,
-    /// p25 likewise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub p25: Option<QuantileEstimate>,
-    /// The share of observed values at or under a threshold (the SLO's `score_above`, else the
-    /// tier's `flag_below`), with its Wilson interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub under: Option<ShareEstimate>,
-}
-
-/// A sample quantile with its distribution-free interval.
-#[derive(Debug, Clone, Serialize)]
-pub struct QuantileEstimate {
-    /// The sample quantile (numpy's linear).
-    pub value: f64,
-    /// The 95 % order-statistic interval, when the sample is large enough.
-    pub interval: Option<[f64; 2]>,
-    /// Why there is none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub no_interval: Option<String>,
-}
-
-/// A share with its 95 % Wilson interval.
-#[derive(Debug, Clone, Serialize)]
-pub struct ShareEstimate {
-    /// The threshold (`value ≤ threshold` counts).
-    pub threshold: f64,
-    /// How many.
-    pub k: u64,
-    /// Of how many.
-    pub n: u64,
-    /// `k / n`.
-    pub share: Option<f64>,
-    /// The interval.
-    pub interval: Option<[f64; 2]>,
-}
-
-/// Feedback signals of a window ([`oloproof_core::production::Feedback`]'s names).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct FeedbackCounts {
-    /// Thumbs up.
-    pub thumbs_up: u64,
-    /// Thumbs down.
-    pub thumbs_down: u64,
-    /// The comments given with a thumbs-down, counted.
-    pub down_reasons: BTreeMap<String, u64>,
-    /// Regenerations.
-    pub regenerated: u64,
-    /// Copies.
-    pub copied: u64,
-    /// Follow-up questions.
-    pub follow_up: u64,
-    /// Other scores by name (counted, not interpreted).
-    pub other: BTreeMap<String, u64>,
-}
-
-/// Whether the code, model or configuration changed in a window: the distinct values seen
-/// ([`CODE_FIELDS`], the models of every stage's `usage`, [`CONFIG_FIELDS`]), and whether they
-/// differ from the previous window's or hold more than one value.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ChangeMarkers {
-    /// Code versions seen.
-    pub code: Vec<String>,
-    /// Models seen.
-    pub model: Vec<String>,
-    /// Config hashes seen.
-    pub config: Vec<String>,
-    /// The code changed.
-    pub code_changed: bool,
-    /// The model changed.
-    pub model_changed: bool,
-    /// The config changed.
-    pub config_changed: bool,
-}
-
-/// One SLO in one segment.
-#[derive(Debug, Clone, Serialize)]
-pub struct SloReport {
-    /// The criterion.
-    pub criterion: String,
-    /// The segment.
-    pub segment: String,
-    /// Good means strictly above this.
-    pub score_above: f64,
-    /// The promised share.
-    pub min_share: f64,
-    /// One-sided confidence of the lower bound.
-    pub confidence: f64,
-    /// The decision and the budget.
-    pub decision: SloDecision,
-}
-
-/// One alert in one segment.
-#[derive(Debug, Clone, Serialize)]
-pub struct AlertReport {
-    /// The alert's `type`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// What it watches (`total`, a criterion, `regenerated`).
-    pub subject: String,
-    /// The segment.
-    pub segment: String,
-    /// Whether it fired.
-    pub fired: bool,
-    /// `fired`, `ok` or `insufficient` (no interval to decide on).
-    pub status: &'static str,
-    /// Why, in words, with the numbers.
-    pub why: String,
-    /// The traces behind it.
-    pub n: u64,
-    /// The point value (shown, not decided on).
-    pub value: Option<f64>,
-    /// The interval decided on.
-    pub interval: Option<[f64; 2]>,
-    /// What changed in the horizon.
-    pub changes: ChangeMarkers,
-}
-
-/// Error traces over the horizon.
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorShare {
-    /// Error traces.
-    pub errors: u64,
-    /// Traces.
-    pub traces: u64,
-    /// The allowed share.
-    pub max_error_rate: f64,
-}
-
-/// The review queue.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReviewReport {
-    /// Seed of the blind sample (the sampling seed).
-    pub seed: u64,
-    /// Rows in the queue.
-    pub rows: u64,
-    /// Rows per reason (a row may have several): `random`, `low_confidence`, `thumbs_down`.
-    pub by_reason: BTreeMap<String, u64>,
-    /// Each row's id and reasons (kept out of the rows, which stay blind).
-    pub reasons: BTreeMap<String, Vec<&'static str>>,
 }
 
 /// One record placed in time.
@@ -642,7 +319,7 @@ pub fn monitor(
                 segment: p.segment.clone(),
                 draw: p.draw,
                 rate,
-                reasons,
+                reasons: reasons.into_iter().map(str::to_string).collect(),
             });
         }
         let entries: Vec<EvaluatorEntry> = config
@@ -985,7 +662,12 @@ pub fn monitor(
         sampling: SamplingReport {
             seed: m.sampling.seed,
             target_judgments: m.sampling.target_judgments,
-            always: m.sampling.always.iter().map(|a| a.name()).collect(),
+            always: m
+                .sampling
+                .always
+                .iter()
+                .map(|a| a.name().to_string())
+                .collect(),
             tiers,
         },
         windows: window_reports,
@@ -1248,11 +930,11 @@ fn evaluate_alert(
     (seed, resamples): (u64, usize),
 ) -> AlertReport {
     let mut a = AlertReport {
-        kind: alert.type_name(),
+        kind: alert.type_name().into(),
         subject: String::new(),
         segment: String::new(),
         fired: false,
-        status: "ok",
+        status: "ok".into(),
         why: String::new(),
         n: 0,
         value: None,
@@ -1261,7 +943,7 @@ fn evaluate_alert(
     };
     let decide = |a: &mut AlertReport, fired: bool, why: String| {
         a.fired = fired;
-        a.status = if fired { "fired" } else { "ok" };
+        a.status = if fired { "fired" } else { "ok" }.into();
         a.why = why;
     };
     match alert {
@@ -1289,7 +971,7 @@ fn evaluate_alert(
                     decide(&mut a, fired, why);
                 }
                 None => {
-                    a.status = "insufficient";
+                    a.status = "insufficient".into();
                     a.why = format!(
                         "{} traces with a {stage} latency{}: a distribution-free 95% interval of a p95 needs at least {}",
                         values.len(),
@@ -1338,7 +1020,7 @@ fn evaluate_alert(
                     decide(&mut a, fired, why);
                 }
                 None => {
-                    a.status = "insufficient";
+                    a.status = "insufficient".into();
                     a.why = format!("{} priced traces{reasons}: no interval", s.observed);
                 }
             }
@@ -1377,7 +1059,7 @@ fn evaluate_alert(
                     decide(&mut a, fired, why);
                 }
                 None => {
-                    a.status = "insufficient";
+                    a.status = "insufficient".into();
                     a.why = format!("{criterion}: nothing observed on the sampled traces");
                 }
             }
@@ -1410,7 +1092,7 @@ fn evaluate_alert(
                     decide(&mut a, fired, why);
                 }
                 None => {
-                    a.status = "insufficient";
+                    a.status = "insufficient".into();
                     a.why = format!("{criterion}: no query with a gold document was judged");
                 }
             }
@@ -1448,7 +1130,7 @@ fn evaluate_alert(
                     decide(&mut a, fired, why);
                 }
                 None => {
-                    a.status = "insufficient";
+                    a.status = "insufficient".into();
                     a.why = "no traces".into();
                 }
             }
@@ -1634,7 +1316,10 @@ fn review_queue(
             seed: m.sampling.seed,
             rows: rows.len() as u64,
             by_reason,
-            reasons,
+            reasons: reasons
+                .into_iter()
+                .map(|(id, rs)| (id, rs.into_iter().map(str::to_string).collect()))
+                .collect(),
         },
         rows,
     )
