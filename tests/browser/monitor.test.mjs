@@ -17,19 +17,12 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const bin = resolve(repo, process.env.OLOPROOF_BIN ?? "target/ci/oloproof");
-const nodeModules = resolve(repo, process.env.OLOPROOF_NODE_MODULES ?? "target/browser-tests/node_modules");
-const chromiumPath = process.env.OLOPROOF_CHROMIUM ?? "/usr/bin/chromium";
-const shots = join(repo, "target/browser-screenshots");
-const { chromium } = createRequire(join(nodeModules, "noop.js"))("playwright-core");
+import { assertInert, launchBrowser, newPageOf, runOloproof, shots, startViewer, stopViewer } from "./support.mjs";
 
 const HOSTILE = "<script>window.__xss=1</script>";
 const HOSTILE_SEGMENT = `intent=${HOSTILE}`;
@@ -55,11 +48,10 @@ monitor:
 
 let tmp, project, viewer, base, context, report, monitorId;
 
-/** Runs the real binary; returns `{stdout, stderr}`, failing on an exit code not in `codes`. */
+/** Runs the real binary in the project; returns `{stdout, stderr}`, failing on an exit code
+ * not in `codes`. */
 function oloproof(args, codes = [0]) {
-  const r = spawnSync(bin, args, { cwd: project, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "" } });
-  assert.ok(codes.includes(r.status), `oloproof ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
-  return r;
+  return runOloproof(project, args, codes);
 }
 
 /** Three days from 2026-11-28, `per` traces per intent and day; the last day is slow. Every
@@ -98,38 +90,8 @@ function traffic(per) {
   return lines.join("\n") + "\n";
 }
 
-/** Starts `oloproof view DIR`; resolves with `[process, url]` once it names its URL. */
-function startViewer(dir) {
-  return new Promise((resolveUrl, reject) => {
-    const proc = spawn(bin, ["view", dir, "--port", "0"], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    proc.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
-      if (m) resolveUrl([proc, m[0].replace(/\/$/, "")]);
-    });
-    proc.stderr.on("data", (d) => (err += d));
-    proc.on("exit", (code) => reject(new Error(`oloproof view exited ${code}: ${out}${err}`)));
-  });
-}
-
-/** A page that records console errors (a CSP violation is one) and page errors. */
 async function newPage() {
-  const page = await context.newPage();
-  page.problems = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") page.problems.push(m.text());
-  });
-  page.on("pageerror", (e) => page.problems.push(String(e)));
-  return page;
-}
-
-/** No script ran, no script element exists, no element carries an event handler. */
-async function assertInert(page) {
-  assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
-  assert.equal(await page.locator("script").count(), 0);
-  assert.equal(await page.evaluate(() => [...document.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length), 0);
+  return newPageOf(context);
 }
 
 /** The page's checks shared by the viewer and the file: series, SLOs, alerts. */
@@ -203,30 +165,13 @@ before(async () => {
   report = JSON.parse(r.stdout);
   monitorId = r.stderr.match(/Recorded as (mon_[0-9A-Z]{26})/)[1];
   oloproof(["report", monitorId, "-o", join(tmp, "monitor.html")]);
-  [viewer, base] = await startViewer(project);
-  context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
+  [viewer, base] = await startViewer(tmp, project);
+  context = await launchBrowser(tmp);
 });
 
 after(async () => {
   await context?.close();
-  if (viewer && viewer.exitCode === null) {
-    viewer.removeAllListeners("exit");
-    viewer.kill("SIGINT");
-  }
+  stopViewer(viewer);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 

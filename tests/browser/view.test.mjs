@@ -19,21 +19,25 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const bin = resolve(repo, process.env.OLOPROOF_BIN ?? "target/ci/oloproof");
-const nodeModules = resolve(repo, process.env.OLOPROOF_NODE_MODULES ?? "target/browser-tests/node_modules");
-const chromiumPath = process.env.OLOPROOF_CHROMIUM ?? "/usr/bin/chromium";
-const shots = join(repo, "target/browser-screenshots");
-const updateDocs = process.env.OLOPROOF_UPDATE_SCREENSHOTS === "1";
-const { chromium } = createRequire(join(nodeModules, "noop.js"))("playwright-core");
+import {
+  assertInert,
+  bin,
+  launchBrowser,
+  newPageOf,
+  repo,
+  runOloproof,
+  shots,
+  startViewer as startViewerIn,
+  stopViewer,
+  updateDocs,
+} from "./support.mjs";
 
 const XSS_SCRIPT = "<script>window.__xss=1</script>";
 const XSS_IMG = '<img src=x onerror="window.__xss=1">';
@@ -44,9 +48,7 @@ const summaries = {};
 
 /** Runs the real binary; returns stdout, failing on an exit code not in `codes`. */
 function oloproof(args, codes = [0], env = {}) {
-  const r = spawnSync(bin, args, { cwd: tmp, encoding: "utf8", env: { ...process.env, CI: "true", RUST_LOG: "", ...env } });
-  assert.ok(codes.includes(r.status), `oloproof ${args.join(" ")} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
-  return r.stdout;
+  return runOloproof(tmp, args, codes, env).stdout;
 }
 
 /** Runs the real binary without blocking this process (the scripted judge must answer). */
@@ -97,40 +99,14 @@ function startJudge() {
   });
 }
 
-/** Starts `oloproof view DIR`; its first stdout line names the URL. Resolves with
- * `[process, url]`. */
+/** Starts `oloproof view DIR` from the temporary folder. */
 function startViewer(dir) {
-  return new Promise((resolveUrl, reject) => {
-    const proc = spawn(bin, ["view", dir, "--port", "0"], { cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    proc.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
-      if (m) resolveUrl([proc, m[0].replace(/\/$/, "")]);
-    });
-    proc.stderr.on("data", (d) => (err += d));
-    proc.on("exit", (code) => reject(new Error(`oloproof view exited ${code}: ${out}${err}`)));
-  });
-}
-
-/** Stops a viewer this file started. */
-function stopViewer(proc) {
-  if (proc && proc.exitCode === null) {
-    proc.removeAllListeners("exit");
-    proc.kill("SIGINT");
-  }
+  return startViewerIn(tmp, dir);
 }
 
 /** A page that records console errors (a CSP violation is one) and page errors. */
 async function newPage() {
-  const page = await context.newPage();
-  page.problems = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") page.problems.push(m.text());
-  });
-  page.on("pageerror", (e) => page.problems.push(String(e)));
-  return page;
+  return newPageOf(context);
 }
 
 async function screenshot(page, name) {
@@ -143,14 +119,6 @@ async function screenshot(page, name) {
 function valueCell(c) {
   if (c.value === null || c.value === undefined) return "—";
   return c.kind === "mean" ? c.value.toFixed(3) : `${(c.value * 100).toFixed(1)}%`;
-}
-
-/** No script ran, no script element exists, and no element came from the stored markup. */
-async function assertInert(page) {
-  assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
-  assert.equal(await page.locator("script").count(), 0);
-  assert.equal(await page.locator("img").count(), 0);
-  assert.equal(await page.evaluate(() => [...document.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length), 0);
 }
 
 before(async () => {
@@ -207,21 +175,7 @@ before(async () => {
   oloproof(["report", ids.pipe, "--dir", pipeProject, "-o", join(tmp, "pipeline.html")]);
   [viewer, base] = await startViewer(project);
   [pipeViewer, pipeBase] = await startViewer(pipeProject);
-  context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
+  context = await launchBrowser(tmp);
 });
 
 after(async () => {

@@ -75,6 +75,9 @@ pub(crate) enum Command {
     /// Online evaluation of production traffic: windows, segments, tiered sampling, quality
     /// SLOs on the Wilson lower bound, guardrail alerts, feedback, a human-review queue.
     Monitor(crate::monitor_cmd::MonitorArgs),
+    /// Turn a reviewed queue (`monitor --review-queue`, labels filled) into golden cases: a
+    /// pass keeps production's answer as the reference, a failure takes the reviewer's.
+    Promote(crate::promote_cmd::PromoteArgs),
     /// Receive OTLP/HTTP traces (`POST /v1/traces`, protobuf or JSON) from instrumented apps
     /// into the run store, until Ctrl-C; `import --collected` turns them into trace records.
     Collect(crate::collect_cmd::CollectArgs),

@@ -91,6 +91,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<u8, CliError> {
         Command::Store(args) => crate::store_cmd::store(args),
         Command::Collect(args) => crate::collect_cmd::collect(args),
         Command::Monitor(args) => crate::monitor_cmd::monitor_cmd(args),
+        Command::Promote(args) => crate::promote_cmd::promote_cmd(args),
         Command::Trec(args) => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             oloproof_trec::cli::run_trec(&args, &mut out)?;

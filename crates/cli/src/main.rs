@@ -15,6 +15,7 @@ mod interrupt;
 mod metric_cmd;
 mod monitor_cmd;
 mod progress;
+mod promote_cmd;
 mod refresh_cmd;
 mod report_cmd;
 mod store_cmd;

@@ -88,7 +88,8 @@ The report is recorded in the run store (its id, mon_…, is printed on stderr):
 
 Review: --review-queue N -o review.jsonl writes N blind random judged traces plus the
 low-confidence and thumbs-down ones as `calibrate --labels` rows (label: null); fill each
-label and run `oloproof calibrate --judge J --evaluator E --labels review.jsonl`.
+label and run `oloproof calibrate --judge J --evaluator E --labels review.jsonl`, and
+`oloproof promote review.jsonl -o golden.jsonl` to turn them into golden cases.
 
 Exit codes:
   0  no alert fired and every SLO is met

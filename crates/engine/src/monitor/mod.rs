@@ -53,6 +53,7 @@
 
 pub mod drift;
 pub mod math;
+pub mod promote;
 pub mod shadow;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
