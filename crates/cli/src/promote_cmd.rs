@@ -109,14 +109,15 @@ pub(crate) fn promote_cmd(args: PromoteArgs) -> Result<u8, CliError> {
         text.push('\n');
     }
     if args.append {
+        // A file that does not end its last line gets one first.
+        let ends_open = args.output.exists()
+            && std::fs::read(&args.output)?
+                .last()
+                .is_some_and(|c| *c != b'\n');
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&args.output)?;
-        // A file that does not end its last line gets one first.
-        let ends_open = std::fs::read(&args.output)
-            .ok()
-            .is_some_and(|b| b.last().is_some_and(|c| *c != b'\n'));
         if ends_open {
             file.write_all(b"\n")?;
         }

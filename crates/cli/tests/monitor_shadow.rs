@@ -294,6 +294,29 @@ fn candidate_errors_make_the_shadow_incomplete() {
 }
 
 #[test]
+fn a_candidate_that_cannot_start_leaves_the_monitor_report_whole() {
+    let (_tmp, dir) = project(&config("Candidate", SHADOW));
+    let o = oloproof(
+        &dir,
+        &["monitor", ".", "--set", "system.rag.object=app:Missing"],
+    );
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    // Production's windows are reported; the shadow names no candidate run.
+    assert!(out.contains("Window 2026-11-30T00:00:00Z"), "{out}");
+    assert!(
+        out.contains("Shadow: the candidate over 25 of 34 eligible traces"),
+        "{out}"
+    );
+    assert!(!out.contains("candidate run"), "{out}");
+    assert!(
+        err.contains("error: shadow: the system could not be started"),
+        "{err}"
+    );
+    assert!(err.contains("Missing"), "{err}");
+}
+
+#[test]
 fn bad_shadow_settings_are_located() {
     let cases = [
         (

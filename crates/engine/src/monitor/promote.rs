@@ -85,6 +85,7 @@ pub fn read_reviewed(path: &std::path::Path) -> Result<Vec<ReviewedRow>, EngineE
     Ok(items
         .into_iter()
         .map(|item| {
+            // `read_labels` parsed every row as a JSON object already.
             let extra: Map<String, Value> = lines
                 .get(item.line - 1)
                 .and_then(|l| serde_json::from_str(l).ok())

@@ -260,10 +260,20 @@ pub(super) fn shadow(
     let mut candidate_config = input.shadow.candidate.clone();
     candidate_config.options.evaluators = entries_for(input.shadow.candidate, &input.criteria)?;
     candidate_config.options.sample = None;
-    let candidate = crate::run::start_run(&candidate_config, &cases, input.req.flags, observer)?;
+    report.production_run = Some(production.run_id.clone());
+    // A candidate that cannot start leaves production's report whole: the shadow is
+    // incomplete (exit 4), with the system's own words.
+    let candidate =
+        match crate::run::start_run(&candidate_config, &cases, input.req.flags, observer) {
+            Ok(outcome) => outcome,
+            Err(e @ EngineError::System(_)) => {
+                incomplete.push(format!("shadow: {e}"));
+                return Ok(report);
+            }
+            Err(e) => return Err(e),
+        };
     report.candidate_system = format!("{} {}", candidate.summary.system, candidate.summary.version);
     report.candidate_errors = candidate.summary.errors;
-    report.production_run = Some(production.run_id.clone());
     report.candidate_run = Some(candidate.run_id.clone());
     if candidate.error_rate > candidate.max_error_rate {
         incomplete.push(format!(
