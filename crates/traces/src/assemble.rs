@@ -925,7 +925,7 @@ mod tests {
                 .collect(),
             events: Vec::new(),
             status: None,
-            resource: BTreeMap::new(),
+            resource: Default::default(),
             at: Location {
                 file: "t.jsonl".into(),
                 line: Some(1),

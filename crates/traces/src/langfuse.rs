@@ -524,7 +524,7 @@ impl LangfuseReader {
             attributes: attrs,
             events: Vec::new(),
             status,
-            resource: BTreeMap::new(),
+            resource: Default::default(),
             at: at.clone(),
         })
     }
@@ -579,7 +579,7 @@ impl LangfuseReader {
             attributes: attrs,
             events: Vec::new(),
             status: None,
-            resource: BTreeMap::new(),
+            resource: Default::default(),
             at: at.clone(),
         })
     }

@@ -193,6 +193,7 @@ pub fn decode_json_value(value: &Value, at: &Location, out: &mut Decoded) {
             .and_then(|r| r.get("attributes"))
             .map(|a| json_attributes(a, at, "resource", &mut out.summary))
             .unwrap_or_default();
+        let resource = std::sync::Arc::new(resource);
         let scopes = ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"]
             .iter()
             .filter_map(|k| rs.get(*k))
@@ -246,7 +247,7 @@ fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
 /// One JSON span, or `None` (counted as dropped) when its ids cannot be read.
 fn json_span(
     v: &Value,
-    resource: &BTreeMap<String, Value>,
+    resource: &std::sync::Arc<BTreeMap<String, Value>>,
     at: &Location,
     summary: &mut ImportSummary,
 ) -> Option<Span> {
@@ -381,7 +382,7 @@ fn json_span(
         attributes,
         events,
         status,
-        resource: resource.clone(),
+        resource: std::sync::Arc::clone(resource),
         at: at.clone(),
     })
 }
@@ -988,8 +989,9 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
                 _ => {}
             }
         }
+        let shared = std::sync::Arc::new(resource);
         for (s, offset) in spans {
-            if let Some(span) = pb_span(s, &resource, &at(offset), &mut out.summary) {
+            if let Some(span) = pb_span(s, &shared, &at(offset), &mut out.summary) {
                 out.spans.push(span);
             }
         }
@@ -1020,7 +1022,7 @@ fn declared_past_end(bytes: &[u8]) -> bool {
 
 fn pb_span(
     s: pb::Span,
-    resource: &BTreeMap<String, Value>,
+    resource: &std::sync::Arc<BTreeMap<String, Value>>,
     at: &Location,
     summary: &mut ImportSummary,
 ) -> Option<Span> {
@@ -1103,7 +1105,7 @@ fn pb_span(
             code: code_of(i64::from(st.code)),
             message: st.message,
         }),
-        resource: resource.clone(),
+        resource: std::sync::Arc::clone(resource),
         at: at.clone(),
     })
 }

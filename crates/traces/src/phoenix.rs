@@ -559,7 +559,7 @@ fn phoenix_span(
         attributes,
         events,
         status,
-        resource: BTreeMap::new(),
+        resource: Default::default(),
         at: at.clone(),
     })
 }

@@ -37,9 +37,10 @@ pub struct Span {
     /// The status, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<SpanStatus>,
-    /// The resource's attributes (`service.name`, …).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub resource: BTreeMap<String, Value>,
+    /// The resource's attributes (`service.name`, …), shared by every span of the resource
+    /// (a line of 64 spans holds one map, not 64 copies).
+    #[serde(default, skip_serializing_if = "is_empty_map")]
+    pub resource: std::sync::Arc<BTreeMap<String, Value>>,
     /// Where the span was read from, for messages.
     #[serde(default)]
     pub at: Location,
@@ -166,4 +167,9 @@ pub struct Decoded {
     pub feedback: Vec<TraceFeedback>,
     /// Spans read and dropped, and every problem.
     pub summary: crate::problems::ImportSummary,
+}
+
+/// Whether a shared resource map is empty (serde's `skip_serializing_if` of [`Span::resource`]).
+fn is_empty_map(map: &std::sync::Arc<BTreeMap<String, Value>>) -> bool {
+    map.is_empty()
 }

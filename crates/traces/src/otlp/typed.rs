@@ -35,7 +35,7 @@ pub(super) fn decode_line(line: &str, at: &Location) -> Option<Vec<Span>> {
     de.end().ok()?;
     let mut out = Vec::new();
     for rs in data.resource_spans {
-        let resource = rs.resource_attributes.map(|a| a.0).unwrap_or_default();
+        let resource = std::sync::Arc::new(rs.resource_attributes.map(|a| a.0).unwrap_or_default());
         for scope in [rs.scope_spans, rs.scope_spans_snake, rs.library_spans]
             .into_iter()
             .flatten()
@@ -50,7 +50,11 @@ pub(super) fn decode_line(line: &str, at: &Location) -> Option<Vec<Span>> {
 }
 
 /// One span, or `None` when the `Value` reader would note a problem about it.
-fn span(raw: RawSpan<'_>, resource: &BTreeMap<String, Value>, at: &Location) -> Option<Span> {
+fn span(
+    raw: RawSpan<'_>,
+    resource: &std::sync::Arc<BTreeMap<String, Value>>,
+    at: &Location,
+) -> Option<Span> {
     let trace_id = decode_id(&raw.trace_id?.0, 16).ok()??;
     let span_id = decode_id(&raw.span_id?.0, 8).ok()??;
     let parent_span_id = match raw.parent_span_id {
@@ -96,7 +100,7 @@ fn span(raw: RawSpan<'_>, resource: &BTreeMap<String, Value>, at: &Location) -> 
         attributes: attrs,
         events,
         status,
-        resource: resource.clone(),
+        resource: std::sync::Arc::clone(resource),
         at: at.clone(),
     })
 }
