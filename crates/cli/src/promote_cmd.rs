@@ -61,12 +61,13 @@ fn traffic_path(args: &PromoteArgs) -> Result<Option<PathBuf>, CliError> {
     }
     let config =
         oloproof_engine::project::load_config_for_dataset(&path, &[], Path::new("traffic"))?;
-    Ok(config
-        .options
-        .monitor
-        .as_ref()
-        .and_then(|m| m.traffic.as_ref())
-        .map(|t| config.dir.join(t)))
+    match config.options.monitor.as_ref().and_then(|m| m.traffic.as_ref()) {
+        Some(t) if t == "collected" => Err(CliError::Usage(
+            "monitor.traffic is the collect store: write it to a file with `oloproof import --collected -o traffic.jsonl` and give --traffic traffic.jsonl".into(),
+        )),
+        Some(t) => Ok(Some(config.dir.join(t))),
+        None => Ok(None),
+    }
 }
 
 /// `oloproof promote`.

@@ -13,6 +13,17 @@ use std::process::{Child, Command, Stdio};
 use common::*;
 use serde_json::{json, Value};
 
+/// A project that monitors the store's collected requests with one rule evaluator.
+const MONITOR_COLLECTED: &str = "evaluators:
+  - {type: regex, criterion: no_refusal, must_not_match: '(?i)cannot help'}
+monitor:
+  traffic: collected
+  window: {size: 1d}
+  sampling:
+    tiers:
+      - {evaluators: [no_refusal], rate: 1.0}
+";
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -130,16 +141,7 @@ fn the_sdk_exporter_is_collected_and_imported_like_its_files() {
     // exactly as it reads the file `import --collected` wrote.
     std::fs::write(
         dir.join("oloproof.yaml"),
-        "store: collected.db
-evaluators:
-  - {type: regex, criterion: no_refusal, must_not_match: '(?i)cannot help'}
-monitor:
-  traffic: collected
-  window: {size: 1d}
-  sampling:
-    tiers:
-      - {evaluators: [no_refusal], rate: 1.0}
-",
+        format!("store: collected.db\n{MONITOR_COLLECTED}"),
     )
     .unwrap();
     // One of the app's five traces is an error trace.
@@ -311,19 +313,7 @@ fn a_remote_address_must_be_asked_for_and_the_store_must_be_named() {
 fn monitoring_an_empty_collect_store_says_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("oloproof.yaml"),
-        "evaluators:
-  - {type: regex, criterion: no_refusal, must_not_match: '(?i)cannot help'}
-monitor:
-  traffic: collected
-  window: {size: 1d}
-  sampling:
-    tiers:
-      - {evaluators: [no_refusal], rate: 1.0}
-",
-    )
-    .unwrap();
+    std::fs::write(dir.join("oloproof.yaml"), MONITOR_COLLECTED).unwrap();
     let o = oloproof(dir, &["monitor", "."]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(

@@ -176,4 +176,20 @@ fn reviewed_rows_become_golden_cases() {
         stderr(&o)
     );
     assert!(!dir.join("again.jsonl").exists());
+
+    // Traffic in the collect store is not a file to read the traces from: say how to get one.
+    queue[1]["label"] = json!(1);
+    write_rows(&dir.join("review.jsonl"), &queue);
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        CONFIG.replace("traffic: traffic.jsonl", "traffic: collected"),
+    )
+    .unwrap();
+    let o = oloproof(dir, &["promote", "review.jsonl", "-o", "again.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("oloproof import --collected -o traffic.jsonl"),
+        "{}",
+        stderr(&o)
+    );
 }
