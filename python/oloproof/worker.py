@@ -3,6 +3,7 @@
 Usage::
 
     python3 -u -m oloproof.worker module:Class
+    python3 -u -m oloproof.worker --fork-server module:Class    # Unix; see _fork_server
 
 One JSON object per line on stdin (requests) and stdout (responses); see docs/protocol.md.
 stdout carries protocol lines only: before user code is imported, ``sys.stdout`` (and file
@@ -670,10 +671,142 @@ def _exit_with_host(interval=0.5):
     threading.Thread(target=watch, name="oloproof-host-watch", daemon=True).start()
 
 
+def _fork_server(target):
+    """Start workers for ``target`` by forking this interpreter (Unix), as multiprocessing's
+    ``forkserver`` does: the interpreter, the site packages and this SDK are loaded once, and
+    each worker is a fork that imports the user's module itself. Nothing of the user's code is
+    loaded before a fork, so no thread, lock or connection of theirs is copied into a child.
+
+    File descriptor 0 is a Unix stream socket to the host. The host sends ``fork\\n`` with three
+    descriptors attached (SCM_RIGHTS): the new worker's stdin, stdout and stderr. This process
+    forks; the child makes them its 0, 1 and 2 and serves ``target`` exactly as
+    ``python -m oloproof.worker target`` would (the same ``main``). Replies are JSON lines:
+    ``{"ready": 1}`` once, ``{"pid": N}`` (or ``{"fork_error": "..."}``) per fork, and
+    ``{"exit": N, "status": S}`` (the raw wait status) when a worker ends: this process is the
+    workers' parent and reaps them. ``kill N\\n`` kills worker N if it is still running (only
+    its parent knows that it is, so a reused process id is never hit). The end of the socket
+    (the host exited, even by ``kill -9``) ends this process; its workers then see their
+    parent change and their stdin close, and end too.
+    """
+    import select
+    import signal
+    import socket
+
+    ctl = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    live = set()
+
+    def send(obj):
+        ctl.sendall((json.dumps(obj) + "\n").encode("ascii"))
+
+    def reap():
+        while live:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            live.discard(pid)
+            send({"exit": pid, "status": status})
+
+    def fork(fds):
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.close(wake_r)
+                os.close(wake_w)
+                ctl.close()
+                for i, fd in enumerate(fds):
+                    os.dup2(fd, i)
+                    os.close(fd)
+                code = main([target])
+                sys.stderr.flush()
+            except BaseException:  # noqa: BLE001 - the child must never return into the server
+                try:
+                    traceback.print_exc()
+                    sys.stderr.flush()
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        live.add(pid)
+        return pid
+
+    # What is loaded now is shared by every fork; keep the collector from touching (and so
+    # copying) those pages in each child.
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    send({"ready": 1})
+    pending = b""
+    received = []
+    while True:
+        ready, _, _ = select.select([ctl, wake_r], [], [])
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        reap()
+        if ctl not in ready:
+            continue
+        data, fds, _flags, _addr = socket.recv_fds(ctl, 4096, 3)
+        if not data:
+            return 0
+        received.extend(fds)
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if line == b"fork":
+                fds, received = received[:3], received[3:]
+                if len(fds) != 3:
+                    for fd in fds:
+                        os.close(fd)
+                    send({"fork_error": "fork request without its three descriptors"})
+                    continue
+                try:
+                    pid = fork(fds)
+                except OSError as exc:
+                    send({"fork_error": str(exc)})
+                else:
+                    send({"pid": pid})
+                finally:
+                    for fd in fds:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+            elif line.startswith(b"kill "):
+                pid = int(line[5:])
+                if pid in live:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--fork-server":
+        return _fork_server(argv[1])
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        sys.stderr.write("usage: python -m oloproof.worker module:Class\n")
+        sys.stderr.write(
+            "usage: python -m oloproof.worker [--fork-server] module:Class\n"
+        )
         return 2
     _exit_with_host()
     proto_in, proto_out = _protocol_streams()

@@ -50,7 +50,8 @@ pub(crate) struct WorkerArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ATTEMPTS)]
     pub(crate) max_attempts: u32,
     /// Worker processes running the run at once (a Job's `parallelism`, a SLURM array's
-    /// size): each judge's `max_concurrency` is divided by it, so together they keep to it.
+    /// size): each judge's `max_concurrency` is divided by it, so together they keep to it,
+    /// and claims shrink to a share of what is left as the run ends.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) share: usize,
     /// Do not read the caches (fresh results are still stored).

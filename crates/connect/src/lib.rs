@@ -70,6 +70,8 @@
 #![warn(missing_docs)]
 
 mod error;
+#[cfg(unix)]
+mod fork_server;
 mod http;
 mod lines;
 mod reply;

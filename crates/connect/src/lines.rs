@@ -8,6 +8,7 @@
 //! Either way a line of any length costs at most `max` bytes of memory: the rest of a longer
 //! line is read and dropped, and only its length kept ([`BoundedLine`]).
 
+#[cfg(not(unix))]
 use std::process::ChildStdout;
 use std::time::Instant;
 
@@ -119,7 +120,7 @@ pub(crate) struct StdoutLines {
 
 impl StdoutLines {
     /// Reads `stdout`, keeping at most `max` bytes of each line.
-    pub(crate) fn new(stdout: ChildStdout, max: usize) -> Self {
+    pub(crate) fn new(stdout: StdoutPipe, max: usize) -> Self {
         StdoutLines {
             inner: Inner::new(stdout, max),
         }
@@ -131,9 +132,16 @@ impl StdoutLines {
     }
 }
 
+/// A worker's stdout: a pipe from a spawned or a forked worker.
+#[cfg(unix)]
+pub(crate) type StdoutPipe = std::fs::File;
+/// A worker's stdout.
+#[cfg(not(unix))]
+pub(crate) type StdoutPipe = ChildStdout;
+
 #[cfg(unix)]
 struct Inner {
-    stdout: ChildStdout,
+    stdout: StdoutPipe,
     buf: Box<[u8]>,
     /// The unread bytes of `buf`: `buf[pos..end]`.
     pos: usize,
@@ -145,7 +153,7 @@ struct Inner {
 
 #[cfg(unix)]
 impl Inner {
-    fn new(stdout: ChildStdout, max: usize) -> Self {
+    fn new(stdout: StdoutPipe, max: usize) -> Self {
         Inner {
             stdout,
             buf: vec![0u8; 64 * 1024].into_boxed_slice(),
@@ -254,7 +262,8 @@ mod tests {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut out = StdoutLines::new(child.stdout.take().unwrap(), 1024);
+        let stdout = std::os::fd::OwnedFd::from(child.stdout.take().unwrap());
+        let mut out = StdoutLines::new(stdout.into(), 1024);
         let started = Instant::now();
         assert!(matches!(
             out.next_until(Instant::now() + Duration::from_millis(50)),

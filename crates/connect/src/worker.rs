@@ -3,7 +3,9 @@
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+#[cfg(not(unix))]
+use std::process::ChildStdin;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,7 +32,7 @@ const STDERR_LINE_MAX: usize = 4096;
 const HEAD_BYTES: usize = 80;
 
 /// The program to start (no shell).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WorkerCommand {
     /// Program.
     pub program: String,
@@ -40,6 +42,10 @@ pub struct WorkerCommand {
     pub cwd: PathBuf,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// On Unix, the arguments that start a fork server for this program instead (a Python
+    /// `object:` system: `-u -m oloproof.worker --fork-server module:Class`); workers are then
+    /// forked from it rather than started one by one. `None` starts every worker with `args`.
+    pub fork_server_args: Option<Vec<String>>,
 }
 
 /// How to start and talk to a worker.
@@ -135,9 +141,46 @@ impl Unread {
     }
 }
 
+/// A worker's stdin pipe.
+#[cfg(unix)]
+type StdinPipe = std::fs::File;
+/// A worker's stdin pipe.
+#[cfg(not(unix))]
+type StdinPipe = ChildStdin;
+
+/// A worker process: spawned by this host, or forked by a fork server.
+enum Handle {
+    Spawned(Child),
+    #[cfg(unix)]
+    Forked(crate::fork_server::Forked),
+}
+
+impl Handle {
+    /// The exit status if the worker has exited.
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        match self {
+            Handle::Spawned(child) => child.try_wait().ok().flatten(),
+            #[cfg(unix)]
+            Handle::Forked(forked) => forked.try_wait(),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Handle::Spawned(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            // Its parent, the fork server, reaps it.
+            #[cfg(unix)]
+            Handle::Forked(forked) => forked.kill(),
+        }
+    }
+}
+
 struct Process {
-    child: Child,
-    stdin: ChildStdin,
+    child: Handle,
+    stdin: StdinPipe,
     stdout: StdoutLines,
     stderr: Arc<Mutex<VecDeque<String>>>,
     stderr_unread: Arc<Mutex<Unread>>,
@@ -145,8 +188,7 @@ struct Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
     }
 }
 
@@ -194,6 +236,15 @@ impl WorkerConnection {
 
     fn spawn(&self) -> Result<Process, StageError> {
         let cmd = &self.options.command;
+        #[cfg(unix)]
+        if let Some(forked) = crate::fork_server::fork_worker(cmd) {
+            return Ok(Self::process(
+                Handle::Forked(forked.process),
+                forked.stdin,
+                forked.stdout.into(),
+                forked.stderr,
+            ));
+        }
         let mut command = Command::new(&cmd.program);
         command
             .args(&cmd.args)
@@ -227,6 +278,21 @@ impl WorkerConnection {
             .stderr
             .take()
             .ok_or_else(|| stage_error("hello", ErrorKind::Spawn, "no stderr"))?;
+        #[cfg(unix)]
+        let (stdin, stdout) = (
+            std::fs::File::from(std::os::fd::OwnedFd::from(stdin)),
+            std::fs::File::from(std::os::fd::OwnedFd::from(stdout)),
+        );
+        Ok(Self::process(Handle::Spawned(child), stdin, stdout, stderr))
+    }
+
+    /// A started worker: its stdout read line by line, its stderr drained by a thread.
+    fn process(
+        child: Handle,
+        stdin: StdinPipe,
+        stdout: crate::lines::StdoutPipe,
+        stderr: impl std::io::Read + Send + 'static,
+    ) -> Process {
         let stdout = StdoutLines::new(stdout, MAX_RESPONSE_BYTES);
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let unread = Arc::new(Mutex::new(Unread::default()));
@@ -251,13 +317,13 @@ impl WorkerConnection {
                 });
             });
         }
-        Ok(Process {
+        Process {
             child,
             stdin,
             stdout,
             stderr: tail,
             stderr_unread: unread,
-        })
+        }
     }
 
     fn start(&mut self) -> Result<SystemInfo, StageError> {
@@ -325,7 +391,7 @@ impl WorkerConnection {
             .process
             .as_mut()
             .expect("process started before sending");
-        if let Ok(Some(status)) = p.child.try_wait() {
+        if let Some(status) = p.child.try_wait() {
             return Err(Gone::Exited(status.to_string()));
         }
         p.stdin
@@ -495,10 +561,8 @@ impl WorkerConnection {
         let deadline = Instant::now() + Duration::from_millis(500);
         loop {
             match p.child.try_wait() {
-                Ok(Some(s)) => return Some(s.to_string()),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
+                Some(s) => return Some(s.to_string()),
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
                 _ => return None,
             }
         }
@@ -698,7 +762,7 @@ impl Drop for WorkerConnection {
             let _ = p.stdin.flush();
             let deadline = Instant::now() + Duration::from_millis(200);
             while Instant::now() < deadline {
-                if let Ok(Some(_)) = p.child.try_wait() {
+                if p.child.try_wait().is_some() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(2));

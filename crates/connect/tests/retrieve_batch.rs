@@ -57,6 +57,7 @@ fn connect(
             args: args.iter().map(|a| a.to_string()).collect(),
             cwd: cwd.to_path_buf(),
             env,
+            fork_server_args: None,
         },
         timeout: Duration::from_secs(30),
         params: Map::new(),

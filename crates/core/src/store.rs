@@ -541,6 +541,11 @@ pub trait RunStore: Send {
     /// Empty when nothing is left to claim.
     fn claim_batch(&mut self, run_id: &RunId, claim: &Claim<'_>) -> StoreResult<Vec<ClaimedCase>>;
 
+    /// How many cases [`RunStore::claim_batch`] with `claim` would find now, counted up to
+    /// `cap` (a bounded scan that sizes the next claim, not a census: a run of millions of
+    /// cases costs no more than `cap` index entries).
+    fn claimable(&mut self, run_id: &RunId, claim: &Claim<'_>, cap: usize) -> StoreResult<usize>;
+
     /// Extends every lease `worker` holds on pending cases of `run_id` to `lease` from now;
     /// returns how many.
     fn heartbeat(&mut self, run_id: &RunId, worker: &WorkerId, lease: Duration)

@@ -730,6 +730,53 @@ impl Schedule {
     }
 }
 
+/// The next claim of `schedule`. A run shared with other processes claims by guided
+/// self-scheduling (Polychronopoulos & Kuck, 1987): at most a share of what is left to claim,
+/// [`guided_claim_size`], so its last cases are spread over every process instead of queued in
+/// the one that happened to claim them while the others end idle. A run of one process claims
+/// whole batches.
+fn claim_next(
+    store: &mut dyn Store,
+    run_id: &RunId,
+    claim: &Claim<'_>,
+    schedule: &Schedule,
+    workers: usize,
+) -> Result<Vec<oloproof_core::store::ClaimedCase>, oloproof_core::store::StoreError> {
+    if !schedule.shared {
+        return store.claim_batch(run_id, claim);
+    }
+    let processes = schedule.judge_share.max(1);
+    let cap = claim.limit.saturating_mul(2 * processes);
+    let left = store.claimable(run_id, claim, cap)?;
+    let limit = guided_claim_size(left, processes, workers, claim.limit);
+    store.claim_batch(
+        run_id,
+        &Claim {
+            limit,
+            ..claim.clone()
+        },
+    )
+}
+
+/// Cases to claim when `left` can be claimed by `processes` processes of `workers` threads:
+/// half of an even share, `⌈left / (2 × processes)⌉`, within `[workers, batch]` (every
+/// thread of this process gets a case; a claim is never larger than the configured batch).
+/// While much is left this is the batch; over the run's last `2 × processes × batch` cases it
+/// shrinks, so no process holds more than its share of the end.
+fn guided_claim_size(left: usize, processes: usize, workers: usize, batch: usize) -> usize {
+    let batch = batch.max(1);
+    left.div_ceil(2 * processes.max(1))
+        .clamp(workers.clamp(1, batch), batch)
+}
+
+/// Cases to keep queued so the workers outlast the next claim: twice what they finished in
+/// the time the last claim took, at the rate they have finished cases so far, and at least
+/// `base`.
+fn outlasting_a_claim(base: usize, finished: usize, elapsed: Duration, claim: Duration) -> usize {
+    let rate = finished as f64 / elapsed.as_secs_f64().max(1e-3);
+    base.max((2.0 * rate * claim.as_secs_f64()).ceil() as usize)
+}
+
 /// The error recorded for a case whose workers all stopped before finishing it.
 fn abandoned(case_id: &str, attempt: i64, max_attempts: Option<u32>) -> Trace {
     let mut trace = Trace::new(case_id);
@@ -864,7 +911,7 @@ impl RunPlan {
         let record = store.run(run_id)?;
         let total = record.case_count as u64;
         let pending = (record.case_count - record.done_count).max(0) as u64;
-        let first_batch = store.claim_batch(run_id, &claim)?;
+        let first_batch = claim_next(store, run_id, &claim, schedule, settings.workers)?;
         observer.started(run_id, total, pending);
         let evaluators: Vec<Box<dyn Evaluator>> = build_all(&settings.options.evaluators)?;
         let judgment_keys = &JudgmentKeys::new(evaluators.iter().map(|e| e.as_ref()), registry);
@@ -889,6 +936,10 @@ impl RunPlan {
         let mut missing = 0u64;
         let mut executed = 0u64;
         let mut write_error: Option<EngineError> = None;
+        // Set when a read of the run, after this process's last commit, found cases that
+        // other processes still held: then they committed the run's last cases, and the last
+        // of them records the summary.
+        let mut others_committed_after_us = false;
         if !first_batch.is_empty() {
             let workers = settings.workers.clamp(1, pending.max(1) as usize);
             let (job_tx, job_rx) = crossbeam_channel::unbounded::<Job>();
@@ -1065,12 +1116,16 @@ impl RunPlan {
                 // Claim the next batch while the workers still have this many cases queued, so
                 // they never wait for a claim (nor for a group commit to end before one). A run
                 // shared with other processes keeps fewer in hand: cases queued here at the end
-                // are cases the others cannot take.
-                let low_water = if schedule.shared {
+                // are cases the others cannot take. Fewer, but enough to outlast a claim: two
+                // rounds of the workers, or twice what they finish while a claim takes (a fast
+                // system would otherwise wait on every claim's round trip).
+                let low_water_base = if schedule.shared {
                     workers * 2
                 } else {
                     schedule.batch.max(workers)
                 };
+                let mut low_water = low_water_base;
+                let executing_since = Instant::now();
                 // The open group commit: cases finishing within GROUP_COMMIT_WINDOW of the first
                 // share one transaction. Each case stays all-or-nothing; a kill loses at most
                 // that window.
@@ -1094,16 +1149,19 @@ impl RunPlan {
                         job_tx = None;
                     } else if let Some(tx) = &job_tx {
                         if tx.len() < low_water && Instant::now() >= next_claim {
-                            let claimed = store.claim_batch(run_id, &claim).and_then(|batch| {
-                                if !batch.is_empty() || !schedule.shared {
-                                    return Ok((batch, false));
-                                }
-                                let r = store.run(run_id)?;
-                                let others = (r.case_count - r.done_count).max(0) as usize;
-                                Ok((batch, others > in_flight))
-                            });
+                            let claim_started = Instant::now();
+                            let claimed = claim_next(store, run_id, &claim, schedule, workers)
+                                .and_then(|batch| {
+                                    if !batch.is_empty() || !schedule.shared {
+                                        return Ok((batch, false));
+                                    }
+                                    let r = store.run(run_id)?;
+                                    let others = (r.case_count - r.done_count).max(0) as usize;
+                                    Ok((batch, others > in_flight))
+                                });
                             match claimed {
                                 Ok((batch, true)) if batch.is_empty() => {
+                                    others_committed_after_us = true;
                                     next_claim = Instant::now() + retry_in;
                                     retry_in = (retry_in * 2).min(poll);
                                     others_hold = true;
@@ -1113,7 +1171,15 @@ impl RunPlan {
                                 Ok((batch, _)) => {
                                     retry_in = Duration::from_millis(100).min(poll);
                                     others_hold = false;
-                                    sent_count = send(tx, batch)
+                                    sent_count = send(tx, batch);
+                                    if schedule.shared {
+                                        low_water = outlasting_a_claim(
+                                            low_water_base,
+                                            received,
+                                            executing_since.elapsed(),
+                                            claim_started.elapsed(),
+                                        );
+                                    }
                                 }
                                 Err(e) => {
                                     store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1129,7 +1195,10 @@ impl RunPlan {
                                 {
                                     job_tx = None
                                 }
-                                Ok(_) => next_check = Instant::now() + OTHERS_CHECK_EVERY,
+                                Ok(_) => {
+                                    others_committed_after_us = true;
+                                    next_check = Instant::now() + OTHERS_CHECK_EVERY
+                                }
                                 Err(e) => {
                                     store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
                                     write_error = Some(e.into());
@@ -1199,7 +1268,10 @@ impl RunPlan {
                         })
                         .collect();
                     let written = match store.complete_cases(run_id, &schedule.worker, &results) {
-                        Ok(written) => written,
+                        Ok(written) => {
+                            others_committed_after_us = false;
+                            written
+                        }
                         Err(e) => {
                             store_failed.store(true, std::sync::atomic::Ordering::Relaxed);
                             write_error = Some(e.into());
@@ -1317,6 +1389,23 @@ impl RunPlan {
             // for: they are dropped on a thread of their own.
             std::thread::spawn(move || drop(run));
             summary
+        } else if let Some(recorded) = (schedule.shared && all_done && others_committed_after_us)
+            .then(|| recorded_summary(store, run_id))
+            .flatten()
+        {
+            // Another process committed the run's last cases and recorded the summary: read
+            // it rather than summarise the whole run again in every process.
+            return Ok(RunOutcome {
+                run_id: run_id.to_string(),
+                error_rate: match recorded.cases {
+                    0 => 0.0,
+                    cases => recorded.errors as f64 / cases as f64,
+                },
+                summary: recorded,
+                max_error_rate,
+                finished: false,
+                executed,
+            });
         } else {
             drop(held);
             // Shared: the cache use of every worker, as recorded with each case.
@@ -1354,6 +1443,29 @@ impl RunPlan {
     }
 }
 
+/// Longest a process whose share of a run ended before the run's last cases waits for the
+/// process that committed them to record the summary, before summarising the run itself (that
+/// process may have died between its last commit and the summary).
+const RECORDED_SUMMARY_WAIT: Duration = Duration::from_secs(5);
+
+/// The summary another process records for `run_id`, read once recorded (polled every 25 ms
+/// for at most [`RECORDED_SUMMARY_WAIT`]); `None` if it is not recorded by then or cannot be
+/// read (the caller then summarises the run itself).
+fn recorded_summary(store: &dyn Store, run_id: &RunId) -> Option<RunSummary> {
+    let until = Instant::now() + RECORDED_SUMMARY_WAIT;
+    loop {
+        let record = store.run(run_id).ok()?;
+        if record.status != RunStatus::Running {
+            let summary = serde_json::from_str(record.summary_json.as_deref()?).ok()?;
+            return Some(summary);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
 /// One case to execute under one attempt.
 struct Job {
     /// The case's order in the run.
@@ -1368,6 +1480,33 @@ struct Job {
 mod tests {
     use super::*;
     use oloproof_core::config::SampleOptions;
+
+    #[test]
+    fn guided_claims_are_whole_batches_until_the_run_ends_then_shrink_to_the_threads() {
+        // 4 processes of 8 threads, batches of 64.
+        let size = |left| guided_claim_size(left, 4, 8, 64);
+        assert_eq!(size(2000), 64);
+        assert_eq!(size(512), 64);
+        assert_eq!(size(400), 50, "⌈400 / 8⌉");
+        assert_eq!(size(100), 13);
+        assert_eq!(size(20), 8, "never fewer than the threads");
+        assert_eq!(size(3), 8, "the claim itself returns what is left");
+        // One process: half of what is left; a batch smaller than the threads wins.
+        assert_eq!(guided_claim_size(10, 1, 2, 64), 5);
+        assert_eq!(guided_claim_size(1000, 1, 16, 4), 4);
+        assert_eq!(guided_claim_size(0, 0, 0, 0), 1);
+    }
+
+    #[test]
+    fn the_queue_outlasts_a_claim_at_the_rate_cases_finish() {
+        let ms = Duration::from_millis;
+        // 8,000 cases a second and 3 ms claims: 48 cases queued, not the base 4.
+        assert_eq!(outlasting_a_claim(4, 8000, ms(1000), ms(3)), 48);
+        // 80 a second (slow stages): the base.
+        assert_eq!(outlasting_a_claim(16, 80, ms(1000), ms(3)), 16);
+        // Nothing finished yet: the base.
+        assert_eq!(outlasting_a_claim(16, 0, ms(0), ms(3)), 16);
+    }
 
     #[test]
     fn the_sample_depends_on_ids_and_seed_only() {

@@ -53,8 +53,12 @@ pub fn connector_spec(
     }
 }
 
+/// Set (non-empty), Python workers are started one by one instead of forked from one fork
+/// server per system (for a `sitecustomize` or `.pth` hook that must run in each worker).
+pub const ENV_NO_FORK_SERVER: &str = "OLOPROOF_NO_FORK_SERVER";
+
 /// The interpreter a Python name resolves to (`sys.executable`), asked once per process and
-/// name. Version managers such as pyenv put a shell script in front of `python3`; starting
+/// name (where workers are not forked from a fork server). Version managers such as pyenv put a shell script in front of `python3`; starting
 /// every worker through it costs tens of milliseconds of CPU each. If the question fails, the
 /// name is used as given (and a failure to start is reported when the worker starts).
 fn resolve_python(name: &str, cwd: &Path) -> String {
@@ -144,14 +148,19 @@ pub fn worker_options(
         }
     }
     let command = if let Some(object) = &rag.object {
-        let python = resolve_python(
-            &rag.python
-                .clone()
-                .or_else(|| std::env::var(ENV_PYTHON).ok())
-                .or_else(python_beside_this_binary)
-                .unwrap_or_else(|| "python3".to_string()),
-            &config_dir_abs,
-        );
+        let python = rag
+            .python
+            .clone()
+            .or_else(|| std::env::var(ENV_PYTHON).ok())
+            .or_else(python_beside_this_binary)
+            .unwrap_or_else(|| "python3".to_string());
+        // On Unix the name starts one fork server, which forks every worker: asking the
+        // interpreter where it is would cost as much as starting that server.
+        let fork = cfg!(unix) && std::env::var_os(ENV_NO_FORK_SERVER).is_none_or(|v| v.is_empty());
+        let python = match fork {
+            true => python,
+            false => resolve_python(&python, &config_dir_abs),
+        };
         let mut pythonpath = format!("{}:{}", shim_dir.display(), config_dir_abs.display());
         if let Ok(existing) = std::env::var("PYTHONPATH") {
             if !existing.is_empty() {
@@ -171,6 +180,15 @@ pub fn worker_options(
                 ("PYTHONPATH".into(), pythonpath),
                 ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
             ],
+            fork_server_args: fork.then(|| {
+                vec![
+                    "-u".into(),
+                    "-m".into(),
+                    "oloproof.worker".into(),
+                    "--fork-server".into(),
+                    object.clone(),
+                ]
+            }),
         }
     } else {
         let argv = rag.command.clone().unwrap_or_default();
@@ -185,6 +203,7 @@ pub fn worker_options(
             args: argv.iter().skip(1).cloned().collect(),
             cwd: config_dir_abs.clone(),
             env: Vec::new(),
+            fork_server_args: None,
         }
     };
     WorkerOptions {

@@ -595,6 +595,27 @@ impl RunStore for PgStore {
             .collect()
     }
 
+    fn claimable(&mut self, run_id: &RunId, claim: &Claim<'_>, cap: usize) -> StoreResult<usize> {
+        let cap = cap as i64;
+        let n = self.run_op(Some(run_id), |c| {
+            let row = c.query_one(
+                "SELECT COUNT(*) FROM (
+                   SELECT 1 FROM run_cases
+                    WHERE run_id = $1 AND state = 'pending' AND lease_holder IS DISTINCT FROM $3
+                      AND (NOT $4 OR lease_until IS NULL OR lease_until < oloproof_now_ms())
+                    LIMIT $2) s",
+                &[
+                    &run_id.as_str(),
+                    &cap,
+                    &claim.worker.as_str(),
+                    &claim.respect_leases,
+                ],
+            )?;
+            Ok(row.try_get::<_, i64>(0)?)
+        })?;
+        Ok(n.max(0) as usize)
+    }
+
     fn heartbeat(
         &mut self,
         run_id: &RunId,

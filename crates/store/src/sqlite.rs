@@ -376,6 +376,33 @@ impl RunStore for SqliteStore {
             .collect()
     }
 
+    fn claimable(&mut self, run_id: &RunId, claim: &Claim<'_>, cap: usize) -> StoreResult<usize> {
+        let now = now_ms();
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (
+                   SELECT 1 FROM run_cases
+                    WHERE run_id = ?1 AND state = 'pending' AND lease_holder IS NOT ?3
+                      AND (?4 = 0 OR lease_until IS NULL OR lease_until < ?5)
+                    LIMIT ?2)",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(
+                    params![
+                        run_id.as_str(),
+                        cap as i64,
+                        claim.worker.as_str(),
+                        claim.respect_leases as i64,
+                        now
+                    ],
+                    |r| r.get(0),
+                )
+            })
+            .map_err(|source| record(&self.path, run_id, source))?;
+        Ok(n.max(0) as usize)
+    }
+
     fn heartbeat(
         &mut self,
         run_id: &RunId,

@@ -156,6 +156,7 @@ macro_rules! contract {
 
 contract!(
     claims_are_leased_in_batches_in_case_order,
+    claimable_counts_what_a_claim_would_find_up_to_a_cap,
     completion_is_guarded_by_attempt_and_holder,
     an_expired_lease_is_claimed_again_under_the_next_attempt,
     heartbeats_keep_a_lease,
@@ -239,6 +240,41 @@ fn claims_are_leased_in_batches_in_case_order(b: &Backend) {
         .claim_batch(&run, &claim(&w, 10, LEASE))
         .unwrap()
         .is_empty());
+}
+
+fn claimable_counts_what_a_claim_would_find_up_to_a_cap(b: &Backend) {
+    let mut s = b.store();
+    let run = new_run(s.as_mut(), "run_claimable", 5);
+    let (w1, w2) = (WorkerId::from("w1"), WorkerId::from("w2"));
+    assert_eq!(s.claimable(&run, &claim(&w1, 10, LEASE), 100).unwrap(), 5);
+    assert_eq!(
+        s.claimable(&run, &claim(&w1, 10, LEASE), 3).unwrap(),
+        3,
+        "capped"
+    );
+    assert_eq!(s.claim_batch(&run, &claim(&w1, 2, LEASE)).unwrap().len(), 2);
+    // Leased cases are not claimable, by their holder or by another worker...
+    assert_eq!(s.claimable(&run, &claim(&w1, 10, LEASE), 100).unwrap(), 3);
+    assert_eq!(s.claimable(&run, &claim(&w2, 10, LEASE), 100).unwrap(), 3);
+    // ...unless leases are ignored (a resume), and then only by another holder.
+    let mut resume = claim(&w2, 10, LEASE);
+    resume.respect_leases = false;
+    assert_eq!(s.claimable(&run, &resume, 100).unwrap(), 5);
+    let got = s.claim_batch(&run, &claim(&w2, 10, LEASE)).unwrap();
+    assert_eq!(got.len(), 3, "the count matched the claim");
+    let trace = Trace::new("c002");
+    let verdicts = [verdict("answer_correct")];
+    assert_eq!(
+        s.complete_cases(&run, &w2, &[result("c002", 1, &trace, &verdicts)])
+            .unwrap(),
+        [true]
+    );
+    // A done case is never claimable again; a holder never claims its own cases twice.
+    let w3 = WorkerId::from("w3");
+    resume.worker = &w3;
+    assert_eq!(s.claimable(&run, &resume, 100).unwrap(), 4);
+    resume.worker = &w1;
+    assert_eq!(s.claimable(&run, &resume, 100).unwrap(), 2);
 }
 
 fn completion_is_guarded_by_attempt_and_holder(b: &Backend) {
