@@ -340,6 +340,7 @@ pub fn work_run(
         max_attempts: Some(options.max_attempts.max(1)),
         shared: true,
         judge_share: options.share.max(1),
+        hold_cases: false,
     };
     let plan = RunPlan {
         max_error_rate: settings.options.max_error_rate,
@@ -691,6 +692,11 @@ pub(crate) struct Schedule {
     pub(crate) shared: bool,
     /// Worker processes sharing each judge's `max_concurrency`.
     pub(crate) judge_share: usize,
+    /// Keep what the summary reads of each committed case when the run starts with every case
+    /// pending, so a process that executes them all summarises without reading the run back
+    /// (`run`, on SQLite or Postgres). `oloproof worker` does not: its processes each execute
+    /// a share.
+    pub(crate) hold_cases: bool,
 }
 
 impl Schedule {
@@ -708,6 +714,7 @@ impl Schedule {
             max_attempts: None,
             shared: false,
             judge_share: 1,
+            hold_cases: true,
         }
     }
 
@@ -924,7 +931,7 @@ impl RunPlan {
         token_fields.dedup();
         let token_fields = &token_fields;
         let raw_query = recorded.raw_query || evaluators.iter().any(|e| e.reads_raw_query());
-        let whole_run = pending == total && !schedule.shared;
+        let whole_run = pending == total && schedule.hold_cases;
         // Placed at their order in the run as they commit (no sort of large records at the end).
         let mut held: Vec<Option<LoadedCase>> = Vec::new();
         if whole_run {
@@ -1372,8 +1379,8 @@ impl RunPlan {
         let all_done = record.done_count == record.case_count;
         // Every case of the run ran in this invocation and committed: summarise what is held,
         // in the store's case order, exactly as `summarize_stored` would read it back (a test
-        // compares the two). Otherwise (a resumed run, a cost cap that left cases pending, a
-        // run shared with other workers) read the run back.
+        // compares the two). Otherwise (a resumed run, a cost cap that left cases pending,
+        // cases executed by other workers) read the run back.
         let mut summary = if whole_run && held_count == total {
             let run = LoadedRun {
                 record,
