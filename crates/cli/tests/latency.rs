@@ -295,3 +295,40 @@ fn compare_guards_latency_and_cost_paired_by_case() {
     assert_eq!(o.status.code(), Some(2));
     insta::assert_snapshot!("latency_compare_points_refused", transcript(&o, tmp.path()));
 }
+
+/// A worker's start-up (here a 1.5 s `__init__`, as a model loading) is not the latency of the
+/// stage that happened to start it: every stage of every case is timed from a started worker.
+#[test]
+fn a_workers_start_up_is_not_a_stages_latency() {
+    let (_tmp, dir) = fixture();
+    let o = oloproof_env(
+        &dir,
+        &["run", ".", "--set", "system.rag.workers=2", "--no-cache"],
+        &[("TIMED_START_S", "1.5")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let script = "import json, sqlite3, sys\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        rows = c.execute('SELECT trace_json FROM run_cases')\n\
+        print(json.dumps([json.loads(t)['latency_ms'] for (t,) in rows]))\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join(".oloproof/oloproof.db"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let latencies: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(latencies.len(), CASES);
+    for stages in &latencies {
+        assert!(stages.contains_key("rewrite"), "{stages:?}");
+        for (stage, ms) in stages {
+            let ms = ms.as_f64().unwrap();
+            assert!(ms < 1000.0, "{stage} took {ms} ms: {stages:?}");
+        }
+    }
+}

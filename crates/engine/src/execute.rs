@@ -212,8 +212,11 @@ pub fn count_output_tokens(
                 metadata: None,
             })
             .collect();
+        // The worker is started (when it is not yet) before the clock: its start-up is not
+        // this stage's latency.
+        let conn = source.connection();
         let started = Instant::now();
-        let counted = source.connection().and_then(|conn| {
+        let counted = conn.and_then(|conn| {
             let _stage = tracing::debug_span!("stage", stage = "count_tokens").entered();
             let counts = conn.count_tokens(&passages);
             trace.stderr.extend(conn.take_stderr());
@@ -370,8 +373,15 @@ fn run_stages(
             None => retrieve(system, case, source, cache, trace, writes)?,
         };
         if let Some(function) = intervention.and_then(|i| i.reranker.as_deref()) {
+            let by_judge = function.starts_with(JUDGE_RERANKER_PREFIX);
+            let conn = match by_judge {
+                true => None,
+                false => Some(source.connection()?),
+            };
             let started = Instant::now();
-            let reranked = if function.starts_with(JUDGE_RERANKER_PREFIX) {
+            let reranked = if let Some(conn) = conn {
+                conn.rerank(function, &case.input, &retrieval.candidates)
+            } else {
                 match mode.reranker_judge {
                     Some(judge) => rerank_with_judge(
                         judge,
@@ -387,10 +397,6 @@ fn run_stages(
                         stderr_tail: Vec::new(),
                     }),
                 }
-            } else {
-                source
-                    .connection()?
-                    .rerank(function, &case.input, &retrieval.candidates)
             };
             trace.latency_ms.rerank = Some(started.elapsed().as_secs_f64() * 1e3);
             retrieval.candidates = reranked?;
@@ -404,11 +410,14 @@ fn run_stages(
         match system.token_budget {
             Some(budget) => {
                 let counted = within_top_k(candidates, system.top_k);
+                let conn = match counted.is_empty() {
+                    true => None,
+                    false => Some(source.connection()?),
+                };
                 let started = Instant::now();
-                let counts = if counted.is_empty() {
-                    Ok(Vec::new())
-                } else {
-                    source.connection()?.count_tokens(counted)
+                let counts = match conn {
+                    None => Ok(Vec::new()),
+                    Some(conn) => conn.count_tokens(counted),
                 };
                 if !counted.is_empty() {
                     trace.latency_ms.count_tokens = Some(started.elapsed().as_secs_f64() * 1e3);
@@ -439,10 +448,11 @@ fn run_stages(
                 .as_ref()
                 .map(|c| c.passages.clone())
                 .unwrap_or_default();
+            let conn = source.connection()?;
             let started = Instant::now();
             let g = {
                 let _stage = tracing::debug_span!("stage", stage = "generate").entered();
-                source.connection()?.generate(&case.input, &passages)
+                conn.generate(&case.input, &passages)
             };
             trace.latency_ms.generate = Some(started.elapsed().as_secs_f64() * 1e3);
             let g = g?;
@@ -471,10 +481,11 @@ fn retrieve(
         return Ok(r);
     }
     trace.cache.retrieve = Some(false);
+    let conn = source.connection()?;
     let started = Instant::now();
     let r = {
         let _stage = tracing::debug_span!("stage", stage = "retrieve").entered();
-        source.connection()?.retrieve(&case.input, system.depth)
+        conn.retrieve(&case.input, system.depth)
     };
     trace.latency_ms.retrieve = Some(started.elapsed().as_secs_f64() * 1e3);
     let r = r?;

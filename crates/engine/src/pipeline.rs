@@ -78,10 +78,11 @@ pub(crate) fn retrieve_pipeline(
             }
             None => {
                 trace.cache.rewrite = Some(false);
+                let conn = source.connection()?;
                 let started = Instant::now();
                 let r = {
                     let _stage = tracing::debug_span!("stage", stage = "rewrite").entered();
-                    source.connection()?.rewrite(&case.input)
+                    conn.rewrite(&case.input)
                 };
                 trace.latency_ms.rewrite = Some(ms(started));
                 let r = r?;
@@ -193,14 +194,18 @@ pub(crate) fn retrieve_pipeline(
     let mut candidates = if pipeline.retrievals.len() == 1 {
         pipeline.retrievals[0].retrieval.candidates.clone()
     } else {
-        let started = Instant::now();
         let by_system = system
             .fusion
             .as_ref()
             .is_some_and(|f| f.method == FusionMethodName::System);
-        let fused = if by_system {
+        let conn = match by_system {
+            true => Some(source.connection()?),
+            false => None,
+        };
+        let started = Instant::now();
+        let fused = if let Some(conn) = conn {
             let lists = &pipeline.retrievals;
-            let fused = source.connection()?.fuse(&case.input, lists)?;
+            let fused = conn.fuse(&case.input, lists)?;
             check_subset(
                 "fuse",
                 "candidates",
@@ -301,10 +306,11 @@ fn rerank_stage(
         return Ok(r);
     }
     trace.cache.rerank = Some(false);
+    let conn = source.connection()?;
     let started = Instant::now();
     let r = {
         let _stage = tracing::debug_span!("stage", stage = "rerank").entered();
-        source.connection()?.rerank_stage(&case.input, candidates)
+        conn.rerank_stage(&case.input, candidates)
     };
     trace.latency_ms.rerank = Some(ms(started));
     let (r, usage) = r?;
