@@ -121,3 +121,63 @@ fn raised_errors_keep_the_traceback_and_spare_other_stages() {
         "{text}"
     );
 }
+
+/// Python workers are forked by the fork server (their parent is not `oloproof`) unless
+/// `OLOPROOF_NO_FORK_SERVER` asks for each to be started directly (their parent is `oloproof`).
+#[cfg(unix)]
+#[test]
+fn python_workers_are_forked_unless_oloproof_no_fork_server_is_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("app.py"),
+        "import os\n\
+         from oloproof import Passage, rag_system\n\
+         @rag_system(name='parent', version='1', depth=1, top_k=1)\n\
+         class Parent:\n\
+         \x20   def retrieve(self, input, depth):\n\
+         \x20       return [Passage('d1', text='one')]\n\
+         \x20   def generate(self, input, context):\n\
+         \x20       with open('parent.txt', 'w') as f:\n\
+         \x20           f.write(str(os.getppid()))\n\
+         \x20       return 'one'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("oloproof.yaml"),
+        "system:\n  rag: {object: app:Parent, workers: 1}\ncases: cases.jsonl\n\
+         evaluators:\n  - {type: contains, criterion: answer_correct, field: answer, expected_field: answer}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("cases.jsonl"),
+        "{\"id\": \"c1\", \"input\": {\"question\": \"q\"}, \"expected\": {\"answer\": \"one\"}}\n",
+    )
+    .unwrap();
+    for (no_fork, forked) in [(None, true), (Some("1"), false)] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_oloproof"));
+        cmd.args(["run", ".", "--no-cache"])
+            .current_dir(dir)
+            .env("CI", "true")
+            .env_remove("OLOPROOF_NO_FORK_SERVER")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(v) = no_fork {
+            cmd.env("OLOPROOF_NO_FORK_SERVER", v);
+        }
+        let child = cmd.spawn().unwrap();
+        let host = child.id();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let parent: u32 = std::fs::read_to_string(dir.join("parent.txt"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            parent != host,
+            forked,
+            "worker's parent {parent}, oloproof {host}"
+        );
+    }
+}

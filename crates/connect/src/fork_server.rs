@@ -58,7 +58,7 @@ impl Forked {
 pub(crate) struct ForkedWorker {
     pub(crate) process: Forked,
     pub(crate) stdin: std::fs::File,
-    pub(crate) stdout: OwnedFd,
+    pub(crate) stdout: std::fs::File,
     pub(crate) stderr: std::io::PipeReader,
 }
 
@@ -266,7 +266,7 @@ impl ForkServer {
                 server: Arc::clone(self),
             },
             stdin: std::fs::File::from(OwnedFd::from(stdin_w)),
-            stdout: OwnedFd::from(stdout_r),
+            stdout: std::fs::File::from(OwnedFd::from(stdout_r)),
             stderr: stderr_r,
         })
     }

@@ -241,7 +241,7 @@ impl WorkerConnection {
             return Ok(Self::process(
                 Handle::Forked(forked.process),
                 forked.stdin,
-                forked.stdout.into(),
+                forked.stdout,
                 forked.stderr,
             ));
         }

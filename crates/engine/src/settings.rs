@@ -58,9 +58,10 @@ pub fn connector_spec(
 pub const ENV_NO_FORK_SERVER: &str = "OLOPROOF_NO_FORK_SERVER";
 
 /// The interpreter a Python name resolves to (`sys.executable`), asked once per process and
-/// name (where workers are not forked from a fork server). Version managers such as pyenv put a shell script in front of `python3`; starting
-/// every worker through it costs tens of milliseconds of CPU each. If the question fails, the
-/// name is used as given (and a failure to start is reported when the worker starts).
+/// name where workers are not forked from a fork server. Version managers such as pyenv put a
+/// shell script in front of `python3`; starting every worker through it costs tens of
+/// milliseconds of CPU each. If the question fails, the name is used as given (and a failure
+/// to start is reported when the worker starts).
 fn resolve_python(name: &str, cwd: &Path) -> String {
     static RESOLVED: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<String, String>>,
@@ -167,28 +168,23 @@ pub fn worker_options(
                 pythonpath = format!("{pythonpath}:{existing}");
             }
         }
+        let worker_module = |extra: &[&str]| -> Vec<String> {
+            ["-u", "-m", "oloproof.worker"]
+                .iter()
+                .chain(extra)
+                .map(|a| a.to_string())
+                .chain([object.clone()])
+                .collect()
+        };
         WorkerCommand {
             program: python,
-            args: vec![
-                "-u".into(),
-                "-m".into(),
-                "oloproof.worker".into(),
-                object.clone(),
-            ],
+            args: worker_module(&[]),
             cwd: config_dir_abs.clone(),
             env: vec![
                 ("PYTHONPATH".into(), pythonpath),
                 ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
             ],
-            fork_server_args: fork.then(|| {
-                vec![
-                    "-u".into(),
-                    "-m".into(),
-                    "oloproof.worker".into(),
-                    "--fork-server".into(),
-                    object.clone(),
-                ]
-            }),
+            fork_server_args: fork.then(|| worker_module(&["--fork-server"])),
         }
     } else {
         let argv = rag.command.clone().unwrap_or_default();
