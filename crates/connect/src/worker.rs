@@ -184,6 +184,8 @@ struct Process {
     stdout: StdoutLines,
     stderr: Arc<Mutex<VecDeque<String>>>,
     stderr_unread: Arc<Mutex<Unread>>,
+    /// A second handle on the stderr pipe, to see whether the reader thread has caught up.
+    stderr_watch: Option<std::fs::File>,
 }
 
 impl Drop for Process {
@@ -238,11 +240,13 @@ impl WorkerConnection {
         let cmd = &self.options.command;
         #[cfg(unix)]
         if let Some(forked) = crate::fork_server::fork_worker(cmd) {
+            let watch = watch_of(&forked.stderr);
             return Ok(Self::process(
                 Handle::Forked(forked.process),
                 forked.stdin,
                 forked.stdout,
                 forked.stderr,
+                watch,
             ));
         }
         let mut command = Command::new(&cmd.program);
@@ -283,7 +287,17 @@ impl WorkerConnection {
             std::fs::File::from(std::os::fd::OwnedFd::from(stdin)),
             std::fs::File::from(std::os::fd::OwnedFd::from(stdout)),
         );
-        Ok(Self::process(Handle::Spawned(child), stdin, stdout, stderr))
+        #[cfg(unix)]
+        let watch = watch_of(&stderr);
+        #[cfg(not(unix))]
+        let watch = None;
+        Ok(Self::process(
+            Handle::Spawned(child),
+            stdin,
+            stdout,
+            stderr,
+            watch,
+        ))
     }
 
     /// A started worker: its stdout read line by line, its stderr drained by a thread.
@@ -292,6 +306,7 @@ impl WorkerConnection {
         stdin: StdinPipe,
         stdout: crate::lines::StdoutPipe,
         stderr: impl std::io::Read + Send + 'static,
+        stderr_watch: Option<std::fs::File>,
     ) -> Process {
         let stdout = StdoutLines::new(stdout, MAX_RESPONSE_BYTES);
         let tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -323,6 +338,7 @@ impl WorkerConnection {
             stdout,
             stderr: tail,
             stderr_unread: unread,
+            stderr_watch,
         }
     }
 
@@ -747,12 +763,54 @@ impl SystemConnection for WorkerConnection {
     fn take_stderr(&mut self) -> Vec<String> {
         let mut lines = self.orphan_stderr.take();
         if let Some(p) = &self.process {
+            if let Some(watch) = &p.stderr_watch {
+                wait_for_stderr_reader(watch);
+            }
             if let Ok(mut u) = p.stderr_unread.lock() {
                 lines.append(&mut u.take());
             }
         }
         lines
     }
+}
+
+/// A duplicate of a worker's stderr pipe, polled by [`wait_for_stderr_reader`].
+#[cfg(unix)]
+fn watch_of(stderr: &impl std::os::fd::AsFd) -> Option<std::fs::File> {
+    stderr
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+}
+
+/// Waits (at most 50 ms) until the stderr reader thread has taken what the worker wrote: a
+/// worker writes its stderr before its reply, so once the reply is read the lines are in the
+/// pipe, and a busy machine may not have run the reader yet. Without it, a case's stderr could
+/// land on the next case.
+fn wait_for_stderr_reader(watch: &std::fs::File) {
+    #[cfg(unix)]
+    {
+        let deadline = Instant::now() + Duration::from_millis(50);
+        loop {
+            let mut fds = [rustix::event::PollFd::new(
+                watch,
+                rustix::event::PollFlags::IN,
+            )];
+            let zero = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let pending = matches!(rustix::event::poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+                && fds[0].revents().contains(rustix::event::PollFlags::IN);
+            if !pending || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = watch;
 }
 
 impl Drop for WorkerConnection {
