@@ -31,23 +31,22 @@ pub(crate) struct CollectArgs {
     pub(crate) max_body_bytes: usize,
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM (what `kill` and process managers send).
-async fn stop_signal() {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(2);
-    let on_ctrl_c = tx.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        let _ = on_ctrl_c.send(()).await;
-    });
-    #[cfg(unix)]
-    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    {
-        tokio::spawn(async move {
-            term.recv().await;
-            let _ = tx.send(()).await;
-        });
-    }
-    rx.recv().await;
+/// A future that completes on SIGINT (Ctrl-C) or SIGTERM (what `kill` and process managers
+/// send). The handler is installed here, before the endpoint is printed: a signal sent as
+/// soon as the address is known stops the collector in order (its counts printed, what it
+/// received written), instead of ending the process by the signal's default action.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()> + Send + 'static, CliError> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    ctrlc::set_handler(move || {
+        if let Some(tx) = tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| CliError::Usage(format!("cannot handle Ctrl-C and SIGTERM: {e}")))?;
+    Ok(async move {
+        let _ = rx.await;
+    })
 }
 
 pub(crate) fn collect(args: CollectArgs) -> Result<u8, CliError> {
@@ -64,6 +63,7 @@ pub(crate) fn collect(args: CollectArgs) -> Result<u8, CliError> {
         other => CliError::Usage(other.to_string()),
     };
     let collector = Collector::bind(&settings).map_err(to_cli)?;
+    let stop = stop_signal()?;
     if !collector.local_addr().ip().is_loopback() {
         let mut err = std::io::stderr().lock();
         writeln!(
@@ -80,7 +80,7 @@ pub(crate) fn collect(args: CollectArgs) -> Result<u8, CliError> {
     )?;
     out.flush()?;
     drop(out);
-    let report = collector.serve_until(stop_signal()).map_err(to_cli)?;
+    let report = collector.serve_until(stop).map_err(to_cli)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
