@@ -49,10 +49,11 @@ fn the_readme_walk_through() {
     assert!(diagnosis.status.success(), "{}", stderr(&diagnosis));
     let out = stdout(&diagnosis);
     for label in [
-        "FILTERED_OUT: 4 of 15",
-        "REWRITE_DRIFT: 1 of 15",
-        "FUSION_LOSS: 2 of 15",
-        "RERANKED_OUT: 1 of 15",
+        "FILTERED_OUT: 4 of 16",
+        "REWRITE_DRIFT: 1 of 16",
+        "HOP_MISS: 1 of 16",
+        "FUSION_LOSS: 2 of 16",
+        "RERANKED_OUT: 1 of 16",
     ] {
         assert!(out.contains(label), "{label}: {out}");
     }
@@ -96,11 +97,11 @@ fn the_readme_walk_through() {
     );
     let compared = stdout(&compare);
     assert!(
-        compared.contains("answer_correct: +8.0 points"),
+        compared.contains("answer_correct: +9.8 points"),
         "{compared}"
     );
     assert!(
-        compared.contains("filter_false_exclusion: -8.0 points"),
+        compared.contains("filter_false_exclusion: -7.8 points"),
         "{compared}"
     );
     assert!(compared.contains("answers-not-worse"), "{compared}");
