@@ -98,13 +98,18 @@ def _passage_to_wire(p, where):
         raise WorkerError("TypeError", "%s: text must be a string or None" % where)
     if metadata is not None and not isinstance(metadata, dict):
         raise WorkerError("TypeError", "%s: metadata must be a dict or None" % where)
-    return {
-        "doc_id": doc_id,
-        "chunk_id": chunk_id,
-        "score": _check_score(score, where),
-        "text": text,
-        "metadata": metadata,
-    }
+    # A field that is None is left out: the host reads a missing field as None, and a
+    # pipeline sends many passages a case.
+    wire = {"doc_id": doc_id}
+    if chunk_id is not None:
+        wire["chunk_id"] = chunk_id
+    if score is not None:
+        wire["score"] = _check_score(score, where)
+    if text is not None:
+        wire["text"] = text
+    if metadata is not None:
+        wire["metadata"] = metadata
+    return wire
 
 
 def _passage_from_wire(obj, where, with_position=False):
@@ -458,11 +463,19 @@ class Worker:
             raise WorkerError(
                 "TypeError", "rerank() must return a list of Passage, got %s" % type(result).__name__
             )
-        out = {
-            "candidates": [
-                _passage_to_wire(p, "rerank() candidate %d" % (i + 1)) for i, p in enumerate(result)
-            ]
-        }
+        # The given Passage objects, returned as they were (a reranker that only orders them),
+        # are answered by their positions: nothing of theirs goes back over the pipe.
+        given = {id(p): i for i, p in enumerate(candidates)}
+        order = [given.get(id(p)) for p in result]
+        if None not in order:
+            out = {"order": order}
+        else:
+            out = {
+                "candidates": [
+                    _passage_to_wire(p, "rerank() candidate %d" % (i + 1))
+                    for i, p in enumerate(result)
+                ]
+            }
         if usage is not None:
             out["usage"] = _usage_to_wire(usage, "rerank() usage")
         return out

@@ -298,19 +298,17 @@ fn compare_guards_latency_and_cost_paired_by_case() {
 
 /// A worker's start-up (here a 1.5 s `__init__`, as a model loading) is not the latency of the
 /// stage that happened to start it: every stage of every case is timed from a started worker.
-#[test]
-fn a_workers_start_up_is_not_a_stages_latency() {
-    let (_tmp, dir) = fixture();
-    let o = oloproof_env(
-        &dir,
-        &["run", ".", "--set", "system.rag.workers=2", "--no-cache"],
-        &[("TIMED_START_S", "1.5")],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+/// Each case's recorded stage latencies and error (`null` when none), read from the store.
+fn recorded_latencies(
+    dir: &Path,
+) -> Vec<(
+    serde_json::Map<String, serde_json::Value>,
+    serde_json::Value,
+)> {
     let script = "import json, sqlite3, sys\n\
         c = sqlite3.connect(sys.argv[1])\n\
         rows = c.execute('SELECT trace_json FROM run_cases')\n\
-        print(json.dumps([json.loads(t)['latency_ms'] for (t,) in rows]))\n";
+        print(json.dumps([[json.loads(t)['latency_ms'], json.loads(t).get('error')] for (t,) in rows]))\n";
     let out = std::process::Command::new("python3")
         .args(["-c", script])
         .arg(dir.join(".oloproof/oloproof.db"))
@@ -321,11 +319,61 @@ fn a_workers_start_up_is_not_a_stages_latency() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let latencies: Vec<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_workers_start_up_is_not_a_stages_latency() {
+    let (_tmp, dir) = fixture();
+    let o = oloproof_env(
+        &dir,
+        &["run", ".", "--set", "system.rag.workers=2", "--no-cache"],
+        &[("TIMED_START_S", "1.5")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let latencies = recorded_latencies(&dir);
     assert_eq!(latencies.len(), CASES);
-    for stages in &latencies {
+    for (stages, _) in &latencies {
         assert!(stages.contains_key("rewrite"), "{stages:?}");
+        for (stage, ms) in stages {
+            let ms = ms.as_f64().unwrap();
+            assert!(ms < 1000.0, "{stage} took {ms} ms: {stages:?}");
+        }
+    }
+}
+
+/// A worker that crashed is restarted before the next stage's clock starts: the case after
+/// the crash does not carry the new worker's start-up (1.5 s here) in its first stage.
+#[test]
+fn a_restart_after_a_crash_is_not_a_stages_latency() {
+    let (_tmp, dir) = fixture();
+    let o = oloproof_env(
+        &dir,
+        &[
+            "run",
+            ".",
+            "--set",
+            "system.rag.workers=1",
+            "--no-cache",
+            "--max-error-rate",
+            "1",
+        ],
+        &[("TIMED_START_S", "1.5"), ("TIMED_CRASH", "(case 7)")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let latencies = recorded_latencies(&dir);
+    assert_eq!(latencies.len(), CASES);
+    let crashed: Vec<&serde_json::Value> = latencies
+        .iter()
+        .map(|(_, error)| error)
+        .filter(|e| !e.is_null())
+        .collect();
+    assert_eq!(crashed.len(), 1, "{crashed:?}");
+    assert_eq!(crashed[0]["kind"], "crash", "{crashed:?}");
+    for (stages, error) in &latencies {
+        if !error.is_null() {
+            continue;
+        }
         for (stage, ms) in stages {
             let ms = ms.as_f64().unwrap();
             assert!(ms < 1000.0, "{stage} took {ms} ms: {stages:?}");

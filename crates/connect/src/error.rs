@@ -60,6 +60,14 @@ pub(crate) enum ReplyError {
         /// The reply, as received.
         reply: String,
     },
+    /// A `rerank` reply whose `order` does not name the given candidates.
+    #[error("bad rerank reply: {reason}: {}", excerpt(.reply, 300))]
+    RerankOrder {
+        /// What is wrong with `order`.
+        reason: String,
+        /// The reply, as received.
+        reply: String,
+    },
 }
 
 /// Why a request line could not be written to a worker: it is already gone, so it cannot have

@@ -295,7 +295,11 @@ impl SystemConnection for HttpConnection {
         depth: usize,
         request: oloproof_core::system::RetrieveRequest<'_>,
     ) -> Result<Retrieval, StageError> {
-        let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
+        let reply = self.request(
+            "retrieve",
+            serde_json::to_value(reply::RetrieveBody::new(input, depth, request))
+                .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))?,
+        )?;
         reply::retrieval(&reply, depth)
             .map_err(|e| error("retrieve", ErrorKind::Protocol, e.to_string()))
     }
@@ -314,7 +318,8 @@ impl SystemConnection for HttpConnection {
         candidates: &[Passage],
     ) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), StageError> {
         let reply = self.request("rerank", json!({"input": input, "candidates": candidates}))?;
-        reply::rerank_stage(reply).map_err(|e| error("rerank", ErrorKind::Protocol, e.to_string()))
+        reply::rerank_stage(reply, candidates)
+            .map_err(|e| error("rerank", ErrorKind::Protocol, e.to_string()))
     }
 
     fn fuse(

@@ -3,7 +3,7 @@
 
 use crate::error::ReplyError;
 use oloproof_core::passage::{Passage, Retrieval};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// At most `max` characters of `s`, with `…` when cut.
@@ -26,30 +26,131 @@ pub(crate) fn retrieval(reply: &Value, depth: usize) -> Result<Retrieval, ReplyE
     Ok(r)
 }
 
+/// A request line: the body's fields, then `id` and `op` (`{…,"id":7,"op":"retrieve"}`),
+/// written straight from borrowed request data. `body` must serialize as a JSON object.
+pub(crate) fn request_line(
+    op: &str,
+    id: u64,
+    body: &impl Serialize,
+) -> Result<String, serde_json::Error> {
+    let mut line = serde_json::to_string(body)?;
+    if line.pop() != Some('}') {
+        return Err(serde::ser::Error::custom(
+            "a request body must be a JSON object",
+        ));
+    }
+    if line.len() > 1 {
+        line.push(',');
+    }
+    line.push_str("\"id\":");
+    line.push_str(&id.to_string());
+    line.push_str(",\"op\":");
+    line.push_str(&serde_json::to_string(op)?);
+    line.push('}');
+    Ok(line)
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The body of a `retrieve` request: `input` and `depth`, plus `query`, `lane` and
+/// `skip_filters` only when set (a protocol 1 request is byte for byte what it was).
+#[derive(Serialize)]
+pub(crate) struct RetrieveBody<'a> {
+    input: &'a Map<String, Value>,
+    depth: usize,
+    #[serde(flatten)]
+    call: RetrieveCall<'a>,
+}
+
+impl<'a> RetrieveBody<'a> {
+    /// The body of one retrieve call.
+    pub(crate) fn new(
+        input: &'a Map<String, Value>,
+        depth: usize,
+        request: oloproof_core::system::RetrieveRequest<'a>,
+    ) -> Self {
+        RetrieveBody {
+            input,
+            depth,
+            call: RetrieveCall::from(request),
+        }
+    }
+}
+
+/// One call's `query`, `lane` and `skip_filters`, each only when set.
+#[derive(Serialize)]
+struct RetrieveCall<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_false")]
+    skip_filters: bool,
+}
+
+impl<'a> From<oloproof_core::system::RetrieveRequest<'a>> for RetrieveCall<'a> {
+    fn from(r: oloproof_core::system::RetrieveRequest<'a>) -> Self {
+        RetrieveCall {
+            query: r.query,
+            lane: r.lane,
+            skip_filters: r.skip_filters,
+        }
+    }
+}
+
 /// A `retrieve_batch` request: the case's input and depth once, then one `{query, lane,
 /// skip_filters}` per call (each key only when set).
-pub(crate) fn retrieve_batch_request(
-    input: &Map<String, Value>,
+#[derive(Serialize)]
+pub(crate) struct RetrieveBatchBody<'a> {
+    input: &'a Map<String, Value>,
     depth: usize,
-    requests: &[oloproof_core::system::RetrieveRequest<'_>],
-) -> Value {
-    let calls: Vec<Value> = requests
-        .iter()
-        .map(|r| {
-            let mut call = Map::new();
-            if let Some(q) = r.query {
-                call.insert("query".into(), json!(q));
-            }
-            if let Some(l) = r.lane {
-                call.insert("lane".into(), json!(l));
-            }
-            if r.skip_filters {
-                call.insert("skip_filters".into(), json!(true));
-            }
-            Value::Object(call)
-        })
-        .collect();
-    json!({"input": input, "depth": depth, "calls": calls})
+    calls: Vec<RetrieveCall<'a>>,
+}
+
+impl<'a> RetrieveBatchBody<'a> {
+    /// The body of several retrieve calls of one case.
+    pub(crate) fn new(
+        input: &'a Map<String, Value>,
+        depth: usize,
+        requests: &[oloproof_core::system::RetrieveRequest<'a>],
+    ) -> Self {
+        RetrieveBatchBody {
+            input,
+            depth,
+            calls: requests.iter().map(|r| RetrieveCall::from(*r)).collect(),
+        }
+    }
+}
+
+/// The body of a request on a case's input and a list of passages: `rerank`
+/// (`{"input", "candidates"}`, with the intervention's `function` first when set).
+#[derive(Serialize)]
+pub(crate) struct CandidatesBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) function: Option<&'a str>,
+    pub(crate) input: &'a Map<String, Value>,
+    pub(crate) candidates: &'a [Passage],
+}
+
+/// The body of a `generate` request.
+#[derive(Serialize)]
+pub(crate) struct GenerateBody<'a> {
+    pub(crate) input: &'a Map<String, Value>,
+    pub(crate) context: &'a [oloproof_core::context::ContextPassage],
+}
+
+/// The body of a `rewrite` request.
+#[derive(Serialize)]
+pub(crate) struct InputBody<'a> {
+    pub(crate) input: &'a Map<String, Value>,
+}
+
+/// The body of a `count_tokens` request.
+#[derive(Serialize)]
+pub(crate) struct PassagesBody<'a> {
+    pub(crate) passages: &'a [Passage],
 }
 
 /// One entry of a `retrieve_batch` reply.
@@ -153,26 +254,6 @@ pub(crate) fn reranked(reply: Value) -> Result<Vec<Passage>, ReplyError> {
         })
 }
 
-/// The body of a `retrieve` request: `input` and `depth`, plus `query`, `lane` and
-/// `skip_filters` only when set (a protocol 1 request is byte for byte what it was).
-pub(crate) fn retrieve_request(
-    input: &Map<String, Value>,
-    depth: usize,
-    request: oloproof_core::system::RetrieveRequest<'_>,
-) -> Value {
-    let mut body = json!({"input": input, "depth": depth});
-    if let Some(q) = request.query {
-        body["query"] = json!(q);
-    }
-    if let Some(l) = request.lane {
-        body["lane"] = json!(l);
-    }
-    if request.skip_filters {
-        body["skip_filters"] = json!(true);
-    }
-    body
-}
-
 /// A `rewrite` reply: `{"queries": [str, …], "usage": …}` or a bare list of strings, with at
 /// least one query and no empty one.
 pub(crate) fn rewrite(reply: Value) -> Result<oloproof_core::pipeline::Rewrite, ReplyError> {
@@ -208,8 +289,15 @@ pub(crate) fn rewrite(reply: Value) -> Result<oloproof_core::pipeline::Rewrite, 
 /// The system's `rerank` stage reply: `{"candidates": [Passage, …], "usage": …}`.
 pub(crate) fn rerank_stage(
     reply: Value,
+    given: &[Passage],
 ) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), ReplyError> {
-    let candidates = reranked(reply.clone())?;
+    let candidates = match reply.get("order") {
+        Some(order) => reordered(order, given).map_err(|reason| ReplyError::RerankOrder {
+            reason,
+            reply: reply.to_string(),
+        })?,
+        None => reranked(reply.clone())?,
+    };
     let usage = reply
         .get("usage")
         .cloned()
@@ -220,6 +308,37 @@ pub(crate) fn rerank_stage(
             reply: reply.to_string(),
         })?;
     Ok((candidates, usage))
+}
+
+/// The candidates a rerank reply's `order` names: each entry the 0-based position of one of
+/// the `given` candidates, which is returned unchanged, each at most once.
+fn reordered(order: &Value, given: &[Passage]) -> Result<Vec<Passage>, String> {
+    let Some(order) = order.as_array() else {
+        return Err("`order` must be an array of positions".into());
+    };
+    let mut taken = vec![false; given.len()];
+    let mut out = Vec::with_capacity(order.len());
+    for (i, position) in order.iter().enumerate() {
+        let Some(k) = position.as_u64().and_then(|k| usize::try_from(k).ok()) else {
+            return Err(format!(
+                "`order[{i}]` must be a non-negative integer, got {position}"
+            ));
+        };
+        let Some(passage) = given.get(k) else {
+            return Err(format!(
+                "`order[{i}]` is {k}, and the rerank was given {} candidates",
+                given.len()
+            ));
+        };
+        if std::mem::replace(&mut taken[k], true) {
+            return Err(format!(
+                "`order[{i}]`: candidate {k} ({}) is named twice",
+                passage.doc_id
+            ));
+        }
+        out.push(passage.clone());
+    }
+    Ok(out)
 }
 
 /// A `fuse` reply: `{"candidates": [Passage, …]}`.
@@ -255,6 +374,35 @@ pub(crate) fn fuse_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rerank reply by positions returns the given candidates themselves, in that order; a
+    /// position out of range, repeated or not an integer is an error naming `order[i]`.
+    #[test]
+    fn a_rerank_reply_by_positions_names_given_candidates_once() {
+        let given: Vec<Passage> = ["a", "b", "c"]
+            .iter()
+            .map(|d| {
+                serde_json::from_value(json!({"doc_id": d, "text": "t", "score": 1.0})).unwrap()
+            })
+            .collect();
+        let (ranked, usage) = rerank_stage(
+            json!({"order": [2, 0], "usage": {"model": "m", "input_tokens": 3, "output_tokens": 0}}),
+            &given,
+        )
+        .unwrap();
+        assert_eq!(ranked, vec![given[2].clone(), given[0].clone()]);
+        assert_eq!(usage.unwrap().input_tokens, Some(3));
+        let reason = |order: Value| {
+            rerank_stage(json!({ "order": order }), &given)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(reason(json!([0, 3]))
+            .contains("`order[1]` is 3, and the rerank was given 3 candidates"));
+        assert!(reason(json!([1, 1])).contains("`order[1]`: candidate 1 (b) is named twice"));
+        assert!(reason(json!([-1])).contains("`order[0]` must be a non-negative integer, got -1"));
+        assert!(reason(json!({"0": 1})).contains("`order` must be an array"));
+    }
 
     #[test]
     fn a_malformed_batch_entry_fails_its_call_only() {
@@ -342,25 +490,34 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("missing field `candidates`"));
-        let body = retrieve_request(
-            &Map::new(),
-            3,
-            oloproof_core::system::RetrieveRequest::default(),
-        );
-        assert_eq!(body.to_string(), r#"{"input":{},"depth":3}"#);
-        let body = retrieve_request(
-            &Map::new(),
-            3,
-            oloproof_core::system::RetrieveRequest {
-                query: Some("q"),
-                lane: Some("bm25"),
-                skip_filters: false,
-            },
-        );
+        let input = Map::new();
+        let body = RetrieveBody::new(&input, 3, oloproof_core::system::RetrieveRequest::default());
         assert_eq!(
-            body.to_string(),
+            request_line("retrieve", 7, &body).unwrap(),
+            r#"{"input":{},"depth":3,"id":7,"op":"retrieve"}"#
+        );
+        let call = oloproof_core::system::RetrieveRequest {
+            query: Some("q"),
+            lane: Some("bm25"),
+            skip_filters: false,
+        };
+        assert_eq!(
+            serde_json::to_string(&RetrieveBody::new(&input, 3, call)).unwrap(),
             r#"{"input":{},"depth":3,"query":"q","lane":"bm25"}"#
         );
+        let skip = oloproof_core::system::RetrieveRequest {
+            skip_filters: true,
+            ..call
+        };
+        assert_eq!(
+            serde_json::to_string(&RetrieveBatchBody::new(&input, 2, &[call, skip])).unwrap(),
+            r#"{"input":{},"depth":2,"calls":[{"query":"q","lane":"bm25"},{"query":"q","lane":"bm25","skip_filters":true}]}"#
+        );
+        assert_eq!(
+            request_line("shutdown", 9, &json!({})).unwrap(),
+            r#"{"id":9,"op":"shutdown"}"#
+        );
+        assert!(request_line("x", 1, &json!([1])).is_err());
         assert_eq!(
             token_counts(json!([1]), 2).unwrap_err().to_string(),
             "expected 2 non-negative integers, got [1]"

@@ -17,6 +17,7 @@ use oloproof_core::context::ContextPassage;
 use oloproof_core::passage::{Passage, Retrieval};
 use oloproof_core::system::{SystemConnection, SystemInfo, TimedRetrieval};
 use oloproof_core::trace::{ErrorKind, StageError};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// Protocol version this host speaks.
@@ -202,6 +203,8 @@ pub struct WorkerConnection {
     next_id: u64,
     /// Stderr lines of processes that died, not yet taken.
     orphan_stderr: Unread,
+    /// A restart that `ready` attempted and that failed, reported by the next request.
+    failed_start: Option<StageError>,
 }
 
 fn stage_error(stage: &str, kind: ErrorKind, message: impl Into<String>) -> StageError {
@@ -231,6 +234,7 @@ impl WorkerConnection {
             },
             next_id: 1,
             orphan_stderr: Unread::default(),
+            failed_start: None,
         };
         conn.info = conn.start()?;
         Ok(conn)
@@ -346,7 +350,7 @@ impl WorkerConnection {
         self.process = Some(self.spawn()?);
         let reply = self.request(
             "hello",
-            json!({"protocol": PROTOCOL_VERSION, "params": self.options.params}),
+            &json!({"protocol": PROTOCOL_VERSION, "params": self.options.params}),
         )?;
         let info: SystemInfo = serde_json::from_value(reply.clone()).map_err(|e| {
             self.protocol_error(
@@ -426,23 +430,24 @@ impl WorkerConnection {
     /// between two requests) never saw the request: it is restarted and the request sent to the
     /// new process, once. A reply for any other request id is a protocol error: this host has
     /// one request in flight per worker.
-    fn request(&mut self, op: &str, payload: Value) -> Result<Value, StageError> {
+    fn request(&mut self, op: &str, body: &impl Serialize) -> Result<Value, StageError> {
         if self.process.is_none() {
-            // Restart after a crash or timeout; the fresh process says hello again.
-            self.info = self.start().map_err(|mut e| {
+            // Restart after a crash or timeout (unless `ready` tried already); the fresh
+            // process says hello again.
+            let started = match self.failed_start.take() {
+                Some(e) => Err(e),
+                None => self.start(),
+            };
+            self.info = started.map_err(|mut e| {
                 e.stage = op.to_string();
                 e
             })?;
         }
         let id = self.next_id;
         self.next_id += 1;
-        let mut message = match payload {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        message.insert("id".into(), json!(id));
-        message.insert("op".into(), json!(op));
-        let line = Value::Object(message).to_string();
+        let line = reply::request_line(op, id, body).map_err(|e| {
+            stage_error(op, ErrorKind::Protocol, format!("request not written: {e}"))
+        })?;
         if let Err(gone) = self.send(&line) {
             if op == "hello" {
                 return Err(self.crashed(op));
@@ -652,7 +657,10 @@ impl SystemConnection for WorkerConnection {
         input: &Map<String, Value>,
         depth: usize,
     ) -> Result<Retrieval, StageError> {
-        let reply = self.request("retrieve", json!({"input": input, "depth": depth}))?;
+        let reply = self.request(
+            "retrieve",
+            &reply::RetrieveBody::new(input, depth, Default::default()),
+        )?;
         reply::retrieval(&reply, depth).map_err(|e| self.reply_error("retrieve", e))
     }
 
@@ -660,7 +668,7 @@ impl SystemConnection for WorkerConnection {
         if passages.is_empty() {
             return Ok(Vec::new());
         }
-        let reply = self.request("count_tokens", json!({"passages": passages}))?;
+        let reply = self.request("count_tokens", &reply::PassagesBody { passages })?;
         reply::token_counts(reply, passages.len()).map_err(|e| self.reply_error("count_tokens", e))
     }
 
@@ -669,7 +677,7 @@ impl SystemConnection for WorkerConnection {
         input: &Map<String, Value>,
         context: &[ContextPassage],
     ) -> Result<Map<String, Value>, StageError> {
-        let reply = self.request("generate", json!({"input": input, "context": context}))?;
+        let reply = self.request("generate", &reply::GenerateBody { input, context })?;
         reply::generation(reply).map_err(|e| self.reply_error("generate", e))
     }
 
@@ -681,7 +689,11 @@ impl SystemConnection for WorkerConnection {
     ) -> Result<Vec<Passage>, StageError> {
         let reply = self.request(
             "rerank",
-            json!({"function": function, "input": input, "candidates": candidates}),
+            &reply::CandidatesBody {
+                function: Some(function),
+                input,
+                candidates,
+            },
         )?;
         reply::reranked(reply).map_err(|e| self.reply_error("rerank", e))
     }
@@ -692,7 +704,7 @@ impl SystemConnection for WorkerConnection {
         depth: usize,
         request: oloproof_core::system::RetrieveRequest<'_>,
     ) -> Result<Retrieval, StageError> {
-        let reply = self.request("retrieve", reply::retrieve_request(input, depth, request))?;
+        let reply = self.request("retrieve", &reply::RetrieveBody::new(input, depth, request))?;
         reply::retrieval(&reply, depth).map_err(|e| self.reply_error("retrieve", e))
     }
 
@@ -710,7 +722,7 @@ impl SystemConnection for WorkerConnection {
         }
         let reply = self.request(
             "retrieve_batch",
-            reply::retrieve_batch_request(input, depth, requests),
+            &reply::RetrieveBatchBody::new(input, depth, requests),
         )?;
         let entries = reply::retrieve_batch(reply, requests.len(), depth)
             .map_err(|e| self.reply_error("retrieve", e))?;
@@ -738,7 +750,7 @@ impl SystemConnection for WorkerConnection {
         &mut self,
         input: &Map<String, Value>,
     ) -> Result<oloproof_core::pipeline::Rewrite, StageError> {
-        let reply = self.request("rewrite", json!({"input": input}))?;
+        let reply = self.request("rewrite", &reply::InputBody { input })?;
         reply::rewrite(reply).map_err(|e| self.reply_error("rewrite", e))
     }
 
@@ -747,8 +759,15 @@ impl SystemConnection for WorkerConnection {
         input: &Map<String, Value>,
         candidates: &[Passage],
     ) -> Result<(Vec<Passage>, Option<oloproof_core::pipeline::Usage>), StageError> {
-        let reply = self.request("rerank", json!({"input": input, "candidates": candidates}))?;
-        reply::rerank_stage(reply).map_err(|e| self.reply_error("rerank", e))
+        let reply = self.request(
+            "rerank",
+            &reply::CandidatesBody {
+                function: None,
+                input,
+                candidates,
+            },
+        )?;
+        reply::rerank_stage(reply, candidates).map_err(|e| self.reply_error("rerank", e))
     }
 
     fn fuse(
@@ -756,8 +775,18 @@ impl SystemConnection for WorkerConnection {
         input: &Map<String, Value>,
         lists: &[oloproof_core::pipeline::LaneRetrieval],
     ) -> Result<Vec<Passage>, StageError> {
-        let reply = self.request("fuse", reply::fuse_request(input, lists))?;
+        let reply = self.request("fuse", &reply::fuse_request(input, lists))?;
         reply::fused(reply).map_err(|e| self.reply_error("fuse", e))
+    }
+
+    fn ready(&mut self) {
+        if self.process.is_none() && self.failed_start.is_none() {
+            match self.start() {
+                Ok(info) => self.info = info,
+                // Reported by the next request, with its op as the stage.
+                Err(e) => self.failed_start = Some(e),
+            }
+        }
     }
 
     fn take_stderr(&mut self) -> Vec<String> {

@@ -93,6 +93,11 @@ pub trait SystemConnection: Send {
     ) -> Result<Vec<Passage>, StageError>;
     /// Stderr lines the worker wrote since the last call of this method.
     fn take_stderr(&mut self) -> Vec<String>;
+    /// Prepares the next call: a connection whose process crashed or timed out starts a new
+    /// one now rather than inside the call, so a caller that starts a stage's clock after
+    /// this never times a start-up. A start that fails is reported by the next call, as it
+    /// would have been. The default does nothing.
+    fn ready(&mut self) {}
     /// `retrieve(input, depth, query, lane)`: one call of a pipeline's retrieval. The default
     /// sends a plain `retrieve` (a connection that knows no pipeline).
     fn retrieve_with(

@@ -63,6 +63,16 @@ impl<'a> CacheReader<'a> {
 pub trait ConnectionSource {
     /// The connection, started if needed.
     fn connection(&mut self) -> Result<&mut dyn SystemConnection, StageError>;
+
+    /// The connection, started if needed and made ready for its next call
+    /// ([`SystemConnection::ready`]: a worker that crashed or timed out is restarted now).
+    /// Take it before a stage's clock starts, so that no start-up, first or after a crash, is
+    /// counted in the stage's latency.
+    fn ready_connection(&mut self) -> Result<&mut dyn SystemConnection, StageError> {
+        let conn = self.connection()?;
+        conn.ready();
+        Ok(conn)
+    }
 }
 
 /// How one case is executed: normally, or under a diagnosis intervention.
@@ -214,7 +224,7 @@ pub fn count_output_tokens(
             .collect();
         // The worker is started (when it is not yet) before the clock: its start-up is not
         // this stage's latency.
-        let conn = source.connection();
+        let conn = source.ready_connection();
         let started = Instant::now();
         let counted = conn.and_then(|conn| {
             let _stage = tracing::debug_span!("stage", stage = "count_tokens").entered();
@@ -273,21 +283,19 @@ fn execute_stages(
     trace.intervention = mode.intervention.map(|i| i.label.clone());
     let mut writes = Vec::new();
     let result = run_stages(system, case, source, cache, mode, &mut trace, &mut writes);
-    if let Ok(conn) = source.connection() {
-        trace.stderr = conn.take_stderr();
-    }
     match result {
         Ok(()) if mode.intervention.is_some() => {}
         Ok(()) => {
-            let stored = Trace {
-                stderr: Vec::new(),
-                ..trace.clone()
-            };
-            if let Ok(json) = serde_json::to_string(&stored) {
+            // Stored without the worker's stderr, which is taken below.
+            debug_assert!(trace.stderr.is_empty());
+            if let Ok(json) = serde_json::to_string(&trace) {
                 writes.push((layer::EXECUTION, exec_key, json));
             }
         }
         Err(e) => trace.error = Some(e),
+    }
+    if let Ok(conn) = source.connection() {
+        trace.stderr = conn.take_stderr();
     }
     (trace, writes)
 }
@@ -376,7 +384,7 @@ fn run_stages(
             let by_judge = function.starts_with(JUDGE_RERANKER_PREFIX);
             let conn = match by_judge {
                 true => None,
-                false => Some(source.connection()?),
+                false => Some(source.ready_connection()?),
             };
             let started = Instant::now();
             let reranked = if let Some(conn) = conn {
@@ -412,7 +420,7 @@ fn run_stages(
                 let counted = within_top_k(candidates, system.top_k);
                 let conn = match counted.is_empty() {
                     true => None,
-                    false => Some(source.connection()?),
+                    false => Some(source.ready_connection()?),
                 };
                 let started = Instant::now();
                 let counts = match conn {
@@ -448,7 +456,7 @@ fn run_stages(
                 .as_ref()
                 .map(|c| c.passages.clone())
                 .unwrap_or_default();
-            let conn = source.connection()?;
+            let conn = source.ready_connection()?;
             let started = Instant::now();
             let g = {
                 let _stage = tracing::debug_span!("stage", stage = "generate").entered();
@@ -481,7 +489,7 @@ fn retrieve(
         return Ok(r);
     }
     trace.cache.retrieve = Some(false);
-    let conn = source.connection()?;
+    let conn = source.ready_connection()?;
     let started = Instant::now();
     let r = {
         let _stage = tracing::debug_span!("stage", stage = "retrieve").entered();

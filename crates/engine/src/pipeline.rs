@@ -78,7 +78,7 @@ pub(crate) fn retrieve_pipeline(
             }
             None => {
                 trace.cache.rewrite = Some(false);
-                let conn = source.connection()?;
+                let conn = source.ready_connection()?;
                 let started = Instant::now();
                 let r = {
                     let _stage = tracing::debug_span!("stage", stage = "rewrite").entered();
@@ -199,7 +199,7 @@ pub(crate) fn retrieve_pipeline(
             .as_ref()
             .is_some_and(|f| f.method == FusionMethodName::System);
         let conn = match by_system {
-            true => Some(source.connection()?),
+            true => Some(source.ready_connection()?),
             false => None,
         };
         let started = Instant::now();
@@ -306,7 +306,7 @@ fn rerank_stage(
         return Ok(r);
     }
     trace.cache.rerank = Some(false);
-    let conn = source.connection()?;
+    let conn = source.ready_connection()?;
     let started = Instant::now();
     let r = {
         let _stage = tracing::debug_span!("stage", stage = "rerank").entered();
@@ -408,7 +408,7 @@ fn retrieve_calls(
         let _stage =
             tracing::debug_span!("stage", stage = "retrieve", calls = missed.len()).entered();
         source
-            .connection()
+            .ready_connection()
             .and_then(|conn| conn.retrieve_batch(&case.input, system.depth, &missed))
     }
     .map(Vec::into_iter);

@@ -443,9 +443,9 @@ pub fn summarize_run(
 
 /// What the summary reads of a case and its trace, and nothing more: ids, labels, metadata,
 /// the context's flags, latencies and the error's kind. Texts (input, passages, gold context,
-/// the generation, stderr, tracebacks) are dropped as each case is read, so summarising a
-/// large run holds ids and numbers, not every trace in full (the soak's 100,000 cases peaked
-/// at 2.1 GB holding them whole).
+/// the generation, stderr, tracebacks) and a pipeline's stage lists are dropped as each case
+/// is read, so summarising a large run holds ids and numbers, not every trace in full (the
+/// soak's 100,000 cases peaked at 2.1 GB holding them whole).
 fn slim_for_summary((case, trace, _): &mut LoadedCase) {
     let Some(trace) = trace.as_mut() else {
         return;
@@ -469,6 +469,10 @@ fn slim_for_summary((case, trace, _): &mut LoadedCase) {
     trace.generation = None;
     trace.stderr = Vec::new();
     trace.claims = None;
+    // A pipeline's lists (each lane's, the fused, the pre-rerank) are what a trace holds
+    // most of, and the summary reads none of them.
+    trace.pipeline = None;
+    trace.filter_check = None;
     if let Some(e) = trace.error.as_mut() {
         e.traceback = None;
         e.stderr_tail = Vec::new();
