@@ -327,7 +327,7 @@ pub fn parse_text(
     options: &ReadOptions,
 ) -> Result<Dataset, Vec<SourceError>> {
     let (rows, broken) = match encoding {
-        DatasetEncoding::Jsonl => jsonl_rows(path, text),
+        DatasetEncoding::Jsonl => jsonl_rows(path, text, options.format),
         DatasetEncoding::Json => (tabular::json_rows(path, text)?, Vec::new()),
         DatasetEncoding::Csv => (tabular::csv_rows(path, text)?, Vec::new()),
         DatasetEncoding::Parquet => {
@@ -344,54 +344,103 @@ pub fn parse_text(
     read_rows(path, text, rows, broken, encoding, options)
 }
 
-/// The records of a JSONL text, and its malformed lines.
-fn jsonl_rows(path: &str, text: &str) -> (Vec<SourceRow>, Vec<SourceError>) {
+/// The records of a JSONL text, and its malformed lines. `format` is the one asked for, if
+/// any. Once the records are known to be trace records (asked for, or the first one says so),
+/// each later line is only checked and its record left `deferred`: it is parsed when it is
+/// converted ([`read_rows`]), so a large trace file is never held as `Value` trees whole.
+fn jsonl_rows(
+    path: &str,
+    text: &str,
+    format: Option<DatasetFormat>,
+) -> (Vec<SourceRow>, Vec<SourceError>) {
     let mut errors = Vec::new();
-    let mut rows = Vec::new();
+    let mut rows: Vec<SourceRow> = Vec::new();
+    let mut defer = format == Some(DatasetFormat::Trace);
     for (idx, line) in text.lines().enumerate() {
         let line_no = idx + 1;
         if line.trim().is_empty() {
             continue;
         }
-        // Python's `NaN` / `Infinity` (Ragas' experiment backend writes them): absent values.
-        let rewritten = nonfinite::replace(line);
-        match serde_json::from_str::<Value>(&rewritten.text) {
-            Ok(Value::Object(obj)) => rows.push(SourceRow {
-                obj,
-                line: line_no,
-                col: first_col(line),
-                places: Default::default(),
-                number: rows.len() + 1,
-                cells: Vec::new(),
-            }),
-            Ok(_) => errors.push(SourceError::at(
-                path,
-                text,
-                line_no,
-                first_col(line),
-                1,
-                "a record must be a JSON object",
-            )),
-            Err(e) => {
-                // serde_json's column counts bytes from 1; ours counts characters.
-                let byte = rewritten.original_offset(e.column().saturating_sub(1));
-                let col = line
-                    .get(..byte.min(line.len()))
-                    .map_or(e.column(), |before| before.chars().count() + 1);
-                let mut err = SourceError::at(
-                    path,
-                    text,
-                    line_no,
-                    col.max(1),
-                    1,
-                    format!("malformed JSON: {}", strip_position(&e.to_string())),
-                );
-                err.help = Some("each line must be one complete JSON object".to_string());
-                errors.push(err);
+        let row = |obj, deferred| SourceRow {
+            obj,
+            line: line_no,
+            col: first_col(line),
+            places: Default::default(),
+            number: rows.len() + 1,
+            cells: Vec::new(),
+            deferred,
+        };
+        if defer && looks_like_an_object(line) {
+            rows.push(row(Map::new(), true));
+            continue;
+        }
+        match jsonl_object(path, text, line_no, line) {
+            Ok(obj) => {
+                if rows.is_empty() && format.is_none() {
+                    defer = is_trace_record(&obj);
+                }
+                rows.push(row(obj, false));
             }
+            Err(err) => errors.push(*err),
         }
     }
     (rows, errors)
+}
+
+/// Whether `line` is one JSON object and nothing else, checked without building it (what
+/// serde_json accepts when it skips a value: a line it passes may still fail to parse, which
+/// [`jsonl_object`] then reports, located, when the record is converted). A line with
+/// Python's `NaN` or `Infinity` fails here and is read at once by [`jsonl_object`].
+fn looks_like_an_object(line: &str) -> bool {
+    if !line.trim_start().starts_with('{') {
+        return false;
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    serde::de::IgnoredAny::deserialize(&mut de).is_ok() && de.end().is_ok()
+}
+
+/// The object of one JSON Lines record (line `line_no` of `text`), or its located error.
+fn jsonl_object(
+    path: &str,
+    text: &str,
+    line_no: usize,
+    line: &str,
+) -> Result<Map<String, Value>, Box<SourceError>> {
+    // Python's `NaN` / `Infinity` (Ragas' experiment backend writes them): absent values.
+    let rewritten = nonfinite::replace(line);
+    match serde_json::from_str::<Value>(&rewritten.text) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(Box::new(SourceError::at(
+            path,
+            text,
+            line_no,
+            first_col(line),
+            1,
+            "a record must be a JSON object",
+        ))),
+        Err(e) => {
+            // serde_json's column counts bytes from 1; ours counts characters.
+            let byte = rewritten.original_offset(e.column().saturating_sub(1));
+            let col = line
+                .get(..byte.min(line.len()))
+                .map_or(e.column(), |before| before.chars().count() + 1);
+            let mut err = SourceError::at(
+                path,
+                text,
+                line_no,
+                col.max(1),
+                1,
+                format!("malformed JSON: {}", strip_position(&e.to_string())),
+            );
+            err.help = Some("each line must be one complete JSON object".to_string());
+            Err(Box::new(err))
+        }
+    }
+}
+
+/// Whether a record is a trace record (the format detection of [`read_rows`]).
+fn is_trace_record(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("input") || obj.contains_key("retrieval")
 }
 
 /// Reads rows into records: format detection, Ragas score columns, CSV cells, one warning
@@ -423,9 +472,7 @@ fn read_rows(
         Some(f) => f,
         None if !jsonl => DatasetFormat::Ragas,
         None => match rows.first() {
-            Some(r) if r.obj.contains_key("input") || r.obj.contains_key("retrieval") => {
-                DatasetFormat::Trace
-            }
+            Some(r) if is_trace_record(&r.obj) => DatasetFormat::Trace,
             Some(r) if r.obj.contains_key("user_input") || r.obj.contains_key("question") => {
                 DatasetFormat::Ragas
             }
@@ -519,7 +566,16 @@ fn read_rows(
         } else {
             format!("row-{}", row.number)
         };
-        let obj = std::mem::take(&mut row.obj);
+        let obj = match row.deferred {
+            true => match jsonl_object(path, text, line_no, line_text) {
+                Ok(obj) => obj,
+                Err(err) => {
+                    broken.push(*err);
+                    continue;
+                }
+            },
+            false => std::mem::take(&mut row.obj),
+        };
         let result = match format {
             DatasetFormat::Ragas => {
                 ragas_record(&default_id, obj, &at, &scores).map(|(record, legacy, extra)| {
@@ -1661,6 +1717,80 @@ mod tests {
             "{:?}",
             d.warnings
         );
+    }
+
+    /// A trace file's records after the first are checked, then parsed one at a time when
+    /// converted: the records and every error (where it is, what it says) are what reading
+    /// each line at once gives, whichever line they are on.
+    #[test]
+    fn trace_records_parsed_one_at_a_time_read_and_fail_as_parsed_at_once() {
+        let good = |id: &str| {
+            format!("{{\"id\":\"{id}\",\"input\":{{\"question\":\"q {id}\"}},\"answer\":\"a\"}}")
+        };
+        let bad_lines = [
+            "{\"id\":\"x\",\"input\":{\"question\":\"q\"},}",
+            "[1, 2]",
+            "{\"id\":\"y\",\"input\":{\"n\":1e400}}",
+            "{\"id\":\"z\",\"input\":{\"n\":NaN}}",
+            "{\"id\":\"w\",\"input\":\"not an object\"}",
+        ];
+        for bad in bad_lines {
+            // The bad line first (read at once, before the format is known) and last (after
+            // the first record said `trace`, so checked and read later).
+            let first = format!("{bad}\n{}\n{}\n", good("a"), good("b"));
+            let last = format!("{}\n{}\n{bad}\n", good("a"), good("b"));
+            let read = |text: &str| {
+                parse_text(
+                    "t.jsonl",
+                    text,
+                    DatasetEncoding::Jsonl,
+                    &opts(DatasetEncoding::Jsonl, 0.0),
+                )
+            };
+            let (at_first, at_last) = (read(&first), read(&last));
+            let asked = parse_text(
+                "t.jsonl",
+                &last,
+                DatasetEncoding::Jsonl,
+                &ReadOptions {
+                    format: Some(DatasetFormat::Trace),
+                    ..opts(DatasetEncoding::Jsonl, 0.0)
+                },
+            );
+            match (at_first, at_last, asked) {
+                (Err(f), Err(l), Err(a)) => {
+                    assert_eq!(f.len(), 1, "{bad}: {f:?}");
+                    assert_eq!((l.len(), a.len()), (1, 1), "{bad}: {l:?} {a:?}");
+                    assert_eq!(f[0].message, l[0].message, "{bad}");
+                    assert_eq!(l[0].message, a[0].message, "{bad}");
+                    assert!(f[0].location().starts_with("t.jsonl:1:"), "{bad}: {f:?}");
+                    assert_eq!(
+                        l[0].location(),
+                        f[0].location().replacen(":1:", ":3:", 1),
+                        "{bad}"
+                    );
+                    assert_eq!(a[0].location(), l[0].location(), "{bad}");
+                }
+                (Ok(f), Ok(l), Ok(a)) => {
+                    // NaN is read as absent: the record is valid wherever it is.
+                    assert_eq!(f.records.len(), 3, "{bad}");
+                    assert_eq!(l.records[2].case, f.records[0].case, "{bad}");
+                    assert_eq!(a.records[2].case, f.records[0].case, "{bad}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        let ok = parse_text(
+            "t.jsonl",
+            &format!("{}\n\n{}\n", good("a"), good("b")),
+            DatasetEncoding::Jsonl,
+            &opts(DatasetEncoding::Jsonl, 0.0),
+        )
+        .unwrap();
+        assert_eq!(ok.format, DatasetFormat::Trace);
+        let ids: Vec<&str> = ok.records.iter().map(|r| r.case.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(ok.records[1].case.input["question"], "q b");
     }
 
     #[test]

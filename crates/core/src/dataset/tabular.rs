@@ -30,6 +30,10 @@ pub(crate) struct SourceRow {
     pub number: usize,
     /// CSV cells still to be decoded once the columns are classified.
     pub cells: Vec<(String, String)>,
+    /// A JSON Lines record whose line was checked but not parsed yet: `obj` is empty and the
+    /// line is parsed when the record is converted, so a trace file's records are never all
+    /// held as `Value` trees at once.
+    pub deferred: bool,
 }
 
 impl SourceRow {
@@ -87,6 +91,7 @@ pub(crate) fn csv_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<Sou
                         .filter(|(n, _)| !is_index_column(n))
                         .map(|(n, c)| (n.clone(), c.to_string()))
                         .collect(),
+                    deferred: false,
                 });
             }
             Err(e) => errors.push(csv_error(path, text, &e)),
@@ -295,6 +300,7 @@ fn empty_row(doc: &Doc<'_>, first: Option<&RawValue>, number: usize) -> SourceRo
         places: HashMap::new(),
         number,
         cells: Vec::new(),
+        deferred: false,
     }
 }
 
@@ -385,6 +391,7 @@ pub(crate) fn parquet_rows(path: &str, bytes: Vec<u8>) -> Result<Vec<SourceRow>,
             places: HashMap::new(),
             number: i + 1,
             cells: Vec::new(),
+            deferred: false,
         });
     }
     Ok(drop_index(rows))
