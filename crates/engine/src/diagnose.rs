@@ -96,7 +96,7 @@ pub(crate) fn run_child(
     parent: &LoadedRun,
     settings: RunSettings,
     cases: &[&Case],
-    recorded: Recorded,
+    recorded: Recorded<'_>,
     observer: &mut dyn RunObserver,
 ) -> Result<(String, CacheCounts), EngineError> {
     let options = connector_spec(&settings.options, &settings.config_dir, &shim(location)?);

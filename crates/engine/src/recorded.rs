@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use oloproof_core::config::ProjectConfig;
-use oloproof_core::dataset::Dataset;
+use oloproof_core::dataset::{Dataset, DatasetFormat, Record};
 use serde_json::json;
 
 use crate::run::{Recorded, RunFlags, RunObserver, RunOrigin, RunOutcome, RunPlan};
@@ -72,6 +72,28 @@ pub fn start_recorded_run_as(
     flags: RunFlags,
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
+    let all: Vec<&Record> = records.records.iter().collect();
+    start_recorded_run_of(
+        config,
+        &all,
+        (records.format, &records.sha256),
+        system,
+        flags,
+        observer,
+    )
+}
+
+/// [`start_recorded_run_as`] over records borrowed from a dataset (`format` and `sha256`:
+/// the dataset's): the run reads each case and trace where it is, so a monitor's tier judges
+/// its selection of the traffic without copying it.
+pub(crate) fn start_recorded_run_of(
+    config: &ProjectConfig,
+    records: &[&Record],
+    (format, sha256): (DatasetFormat, &str),
+    system: SystemSettings,
+    flags: RunFlags,
+    observer: &mut dyn RunObserver,
+) -> Result<RunOutcome, EngineError> {
     let location = config.store_location();
     let mut store = oloproof_store::open(&location)?;
     let path = PathBuf::from(config.options.dataset.clone().unwrap_or_default());
@@ -86,8 +108,8 @@ pub fn start_recorded_run_as(
         intervention: None,
         dataset: Some(DatasetSettings {
             path,
-            format: records.format,
-            sha256: records.sha256.clone(),
+            format,
+            sha256: sha256.to_string(),
         }),
     };
     let system_json = serde_json::to_string(&json!({
@@ -99,14 +121,10 @@ pub fn start_recorded_run_as(
         what: "the dataset identity".into(),
         source,
     })?;
-    // The records are taken apart, not copied: each trace moves into the recorded system,
-    // each case into the run's list (a monitor's traffic can be large).
-    let mut cases = Vec::with_capacity(records.records.len());
-    let mut traces = std::collections::HashMap::with_capacity(records.records.len());
-    for record in records.records {
-        traces.insert(record.case.id.clone(), record.trace);
-        cases.push(record.case);
-    }
+    let traces = records
+        .iter()
+        .map(|r| (r.case.id.as_str(), &r.trace))
+        .collect();
     let plan = RunPlan {
         max_error_rate: flags
             .max_error_rate
@@ -124,7 +142,7 @@ pub fn start_recorded_run_as(
     plan.start(
         store.as_mut(),
         &location,
-        cases.iter(),
+        records.iter().map(|r| &r.case),
         RunOrigin {
             config_path: &config.path.display().to_string(),
             system_json: &system_json,

@@ -540,11 +540,12 @@ pub fn require_pass_fail(
 /// What a run replays instead of calling the system: retrievals recorded by a parent run
 /// (diagnosis replays), or whole traces of a recorded dataset, by case id.
 #[derive(Default)]
-pub(crate) struct Recorded {
+pub(crate) struct Recorded<'a> {
     /// Retrievals to replay.
     pub(crate) retrievals: std::collections::HashMap<String, oloproof_core::passage::Retrieval>,
-    /// Traces to return as they are (recorded datasets).
-    pub(crate) traces: std::collections::HashMap<String, Trace>,
+    /// Traces to return as they are (recorded datasets), borrowed from the records: a
+    /// monitor's tier judges its traffic's traces without a copy of them.
+    pub(crate) traces: std::collections::HashMap<&'a str, &'a Trace>,
     /// The replayed retrievals are the input of the system's `rerank` stage (a lane's
     /// ranking replayed for `lane=NAME`), which runs on them; otherwise they go to context
     /// assembly as they are.
@@ -651,7 +652,7 @@ fn judge(
 /// executing it needs besides the store. [`RunPlan::start`] records a new run and executes
 /// it; [`RunPlan::execute`] executes the pending cases of a recorded one. This is the only way
 /// cases are executed.
-pub(crate) struct RunPlan {
+pub(crate) struct RunPlan<'a> {
     /// The settings stored with the run.
     pub(crate) settings: RunSettings,
     /// How to reach the system (`None`: a recorded dataset, nothing to call).
@@ -659,7 +660,7 @@ pub(crate) struct RunPlan {
     /// A connection already open (a live run read the system's `hello` on it).
     pub(crate) first: Option<Box<dyn SystemConnection>>,
     /// What the run replays instead of calling the system.
-    pub(crate) recorded: Recorded,
+    pub(crate) recorded: Recorded<'a>,
     /// Share of cases allowed to end in an error.
     pub(crate) max_error_rate: f64,
     /// Stop taking cases once the judges have spent this many dollars.
@@ -835,7 +836,7 @@ fn case_cache_use(f: &Finished, recorded_dataset: bool) -> CacheCounts {
     counts
 }
 
-impl RunPlan {
+impl RunPlan<'_> {
     /// Records a new run of `cases` (in order) under this plan; returns its id.
     pub(crate) fn record<'c>(
         &self,
@@ -1059,7 +1060,7 @@ impl RunPlan {
                                     crate::execute::CaseMode {
                                         intervention: settings.intervention.as_ref(),
                                         recorded: recorded.retrievals.get(&case.id),
-                                        trace: recorded.traces.get(&case.id),
+                                        trace: recorded.traces.get(case.id.as_str()).copied(),
                                         reranker_judge,
                                         count_tokens_of: token_fields,
                                         raw_query,

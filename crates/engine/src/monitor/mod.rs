@@ -286,7 +286,7 @@ pub fn monitor(
     for (t, tier) in m.sampling.tiers.iter().enumerate() {
         let takes_flagged = tier.flagged.unwrap_or(t > 0);
         let mut selection = Vec::new();
-        let mut chosen: Vec<Record> = Vec::new();
+        let mut chosen: Vec<&Record> = Vec::new();
         let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
         let mut sampled_ids = HashSet::new();
         for p in &placed {
@@ -312,7 +312,7 @@ pub fn monitor(
             for r in &reasons {
                 *by_reason.entry((*r).to_string()).or_default() += 1;
             }
-            chosen.push(p.record.clone());
+            chosen.push(p.record);
             selection.push(Selected {
                 id: p.record.case.id.clone(),
                 trace_id: p.trace_id.clone(),
@@ -351,19 +351,10 @@ pub fn monitor(
             let mut tier_config = config.clone();
             tier_config.options.evaluators = entries;
             tier_config.options.sample = None;
-            let dataset = Dataset {
-                rows: chosen.len(),
-                records: chosen,
-                format: DatasetFormat::Trace,
-                sha256: req.traffic.sha256.clone(),
-                encoding: req.traffic.encoding,
-                warnings: Vec::new(),
-                skipped: Vec::new(),
-                external_scores: Vec::new(),
-            };
-            let outcome = crate::recorded::start_recorded_run_as(
+            let outcome = crate::recorded::start_recorded_run_of(
                 &tier_config,
-                dataset,
+                &chosen,
+                (DatasetFormat::Trace, &req.traffic.sha256),
                 system.clone(),
                 req.flags,
                 observer,

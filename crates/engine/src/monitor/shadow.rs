@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use oloproof_core::case::Case;
 use oloproof_core::config::{EvaluatorEntry, ProjectConfig};
-use oloproof_core::dataset::{Dataset, DatasetFormat, Record};
+use oloproof_core::dataset::{DatasetFormat, Record};
 use oloproof_core::monitor::ShadowOptions;
 use oloproof_core::shadow::ShadowReport;
 use oloproof_core::store::Store;
@@ -236,21 +236,12 @@ pub(super) fn shadow(
     let mut production_config = config.clone();
     production_config.options.evaluators = entries_for(config, &input.criteria)?;
     production_config.options.sample = None;
-    let records: Vec<Record> = eligible.iter().map(|&i| placed[i].record.clone()).collect();
+    let records: Vec<&Record> = eligible.iter().map(|&i| placed[i].record).collect();
     let cases: Vec<Case> = records.iter().map(|r| r.case.clone()).collect();
-    let dataset = Dataset {
-        rows: records.len(),
-        records,
-        format: DatasetFormat::Trace,
-        sha256: input.req.traffic.sha256.clone(),
-        encoding: input.req.traffic.encoding,
-        warnings: Vec::new(),
-        skipped: Vec::new(),
-        external_scores: Vec::new(),
-    };
-    let production = crate::recorded::start_recorded_run_as(
+    let production = crate::recorded::start_recorded_run_of(
         &production_config,
-        dataset,
+        &records,
+        (DatasetFormat::Trace, &input.req.traffic.sha256),
         traffic_system(input.req.traffic_path),
         input.req.flags,
         observer,
