@@ -57,23 +57,8 @@ pub fn start_recorded_run(
     observer: &mut dyn RunObserver,
 ) -> Result<RunOutcome, EngineError> {
     let system = dataset_system(config, &records);
-    start_recorded_run_as(config, records, system, flags, observer)
-}
-
-/// [`start_recorded_run`] under the given system identity instead of the file's
-/// ([`dataset_system`]). `oloproof monitor` runs a window's selection under one identity for
-/// all its traffic (the traffic file's name, version `traffic`), so the execution key — and
-/// with it every judgment key — does not change when the selection or the file grows:
-/// re-running a window judges nothing twice.
-pub fn start_recorded_run_as(
-    config: &ProjectConfig,
-    records: Dataset,
-    system: SystemSettings,
-    flags: RunFlags,
-    observer: &mut dyn RunObserver,
-) -> Result<RunOutcome, EngineError> {
     let all: Vec<&Record> = records.records.iter().collect();
-    start_recorded_run_of(
+    start_recorded_run_as(
         config,
         &all,
         (records.format, &records.sha256),
@@ -83,10 +68,14 @@ pub fn start_recorded_run_as(
     )
 }
 
-/// [`start_recorded_run_as`] over records borrowed from a dataset (`format` and `sha256`:
-/// the dataset's): the run reads each case and trace where it is, so a monitor's tier judges
-/// its selection of the traffic without copying it.
-pub(crate) fn start_recorded_run_of(
+/// [`start_recorded_run`] over records borrowed from a dataset (`format` and `sha256`: the
+/// dataset's), under the given system identity instead of the file's ([`dataset_system`]).
+/// The run reads each case and trace where it is: a monitor's tier judges its selection of the
+/// traffic without a copy of it. `oloproof monitor` runs a window's selection under one
+/// identity for all its traffic (the traffic file's name, version `traffic`), so the execution
+/// key — and with it every judgment key — does not change when the selection or the file
+/// grows: re-running a window judges nothing twice.
+pub fn start_recorded_run_as(
     config: &ProjectConfig,
     records: &[&Record],
     (format, sha256): (DatasetFormat, &str),

@@ -351,7 +351,7 @@ pub fn monitor(
             let mut tier_config = config.clone();
             tier_config.options.evaluators = entries;
             tier_config.options.sample = None;
-            let outcome = crate::recorded::start_recorded_run_of(
+            let outcome = crate::recorded::start_recorded_run_as(
                 &tier_config,
                 &chosen,
                 (DatasetFormat::Trace, &req.traffic.sha256),

@@ -238,7 +238,7 @@ pub(super) fn shadow(
     production_config.options.sample = None;
     let records: Vec<&Record> = eligible.iter().map(|&i| placed[i].record).collect();
     let cases: Vec<Case> = records.iter().map(|r| r.case.clone()).collect();
-    let production = crate::recorded::start_recorded_run_of(
+    let production = crate::recorded::start_recorded_run_as(
         &production_config,
         &records,
         (DatasetFormat::Trace, &input.req.traffic.sha256),
