@@ -78,55 +78,78 @@ def _check_score(score, where):
     return score
 
 
-def _passage_to_wire(p, where):
-    if isinstance(p, Passage):
+def _at(where, index):
+    """The name of a passage in an error message: ``where % index`` (``where`` a format with
+    ``%d``) when ``index`` is given. Formatted only when an error is raised: a pipeline converts
+    dozens of passages a case."""
+    return where if index is None else where % index
+
+
+def _passage_to_wire(p, where, index=None):
+    """``p`` (a Passage or a dict of its fields) as its wire object; ``where`` (with ``index``,
+    see ``_at``) names it in errors."""
+    if type(p) is Passage or isinstance(p, Passage):
         doc_id, chunk_id, score, text, metadata = p.doc_id, p.chunk_id, p.score, p.text, p.metadata
     elif isinstance(p, dict):
         doc_id, chunk_id = p.get("doc_id"), p.get("chunk_id")
         score, text, metadata = p.get("score"), p.get("text"), p.get("metadata")
     else:
         raise WorkerError(
-            "TypeError", "%s: expected a Passage, got %s" % (where, type(p).__name__)
+            "TypeError", "%s: expected a Passage, got %s" % (_at(where, index), type(p).__name__)
         )
-    if not isinstance(doc_id, str):
-        raise WorkerError("TypeError", "%s: doc_id must be a string, got %r" % (where, doc_id))
-    if chunk_id is not None and not isinstance(chunk_id, str):
+    if type(doc_id) is not str and not isinstance(doc_id, str):
         raise WorkerError(
-            "TypeError", "%s: chunk_id must be a string or None, got %r" % (where, chunk_id)
+            "TypeError", "%s: doc_id must be a string, got %r" % (_at(where, index), doc_id)
         )
-    if text is not None and not isinstance(text, str):
-        raise WorkerError("TypeError", "%s: text must be a string or None" % where)
-    if metadata is not None and not isinstance(metadata, dict):
-        raise WorkerError("TypeError", "%s: metadata must be a dict or None" % where)
     # A field that is None is left out: the host reads a missing field as None, and a
     # pipeline sends many passages a case.
     wire = {"doc_id": doc_id}
     if chunk_id is not None:
+        if not isinstance(chunk_id, str):
+            raise WorkerError(
+                "TypeError",
+                "%s: chunk_id must be a string or None, got %r" % (_at(where, index), chunk_id),
+            )
         wire["chunk_id"] = chunk_id
     if score is not None:
-        wire["score"] = _check_score(score, where)
+        # The common case (a finite float) is checked without a call.
+        if type(score) is not float or score - score != 0.0:
+            score = _check_score(score, _at(where, index))
+        wire["score"] = score
     if text is not None:
+        if type(text) is not str and not isinstance(text, str):
+            raise WorkerError("TypeError", "%s: text must be a string or None" % _at(where, index))
         wire["text"] = text
     if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise WorkerError(
+                "TypeError", "%s: metadata must be a dict or None" % _at(where, index)
+            )
         wire["metadata"] = metadata
     return wire
 
 
-def _passage_from_wire(obj, where, with_position=False):
-    if not isinstance(obj, dict):
-        raise WorkerError("ProtocolError", "%s: a passage must be a JSON object" % where)
+_new_object = object.__new__
+
+
+def _passage_from_wire(obj, where, index=None, with_position=False):
+    """The Passage of a wire object; ``where`` (with ``index``, see ``_at``) names it in
+    errors. Built without the frozen dataclass's ``__init__`` (six ``object.__setattr__``
+    calls): its fields go into the instance dict at once, as ``__init__`` would set them."""
+    if type(obj) is not dict and not isinstance(obj, dict):
+        raise WorkerError("ProtocolError", "%s: a passage must be a JSON object" % _at(where, index))
     doc_id = obj.get("doc_id")
-    if not isinstance(doc_id, str):
-        raise WorkerError("ProtocolError", "%s: doc_id must be a string" % where)
-    p = Passage(
+    if type(doc_id) is not str and not isinstance(doc_id, str):
+        raise WorkerError("ProtocolError", "%s: doc_id must be a string" % _at(where, index))
+    p = _new_object(Passage)
+    p.__dict__.update(
         doc_id=doc_id,
         score=obj.get("score"),
         text=obj.get("text"),
         chunk_id=obj.get("chunk_id"),
         metadata=obj.get("metadata"),
+        position=obj.get("position") if with_position else None,
     )
-    if with_position:
-        object.__setattr__(p, "position", obj.get("position"))
     return p
 
 
@@ -208,7 +231,7 @@ def _hop_to_wire(h, i):
     wire = {
         "query": query,
         "candidates": [
-            _passage_to_wire(p, "%s candidate %d" % (where, j + 1)) for j, p in enumerate(candidates)
+            _passage_to_wire(p, where + " candidate %d", j + 1) for j, p in enumerate(candidates)
         ],
     }
     if filters:
@@ -269,6 +292,8 @@ class Worker:
             handler = self.op_rerank
         elif op == "retrieve_batch":
             handler = self.op_retrieve_batch
+        elif op == "rewrite_retrieve":
+            handler = self.op_rewrite_retrieve
         elif op in STAGES:
             handler = getattr(self, "op_stage_" + op)
         elif op in OPS:
@@ -316,6 +341,8 @@ class Worker:
         }
         if "retrieve" in hello["ops"]:
             hello["ops"].append("retrieve_batch")
+            if "rewrite" in hello["ops"]:
+                hello["ops"].append("rewrite_retrieve")
         if info["lanes"]:
             hello["lanes"] = info["lanes"]
         return hello
@@ -392,7 +419,7 @@ class Worker:
             "query": query,
             "depth": rdepth,
             "candidates": [
-                _passage_to_wire(p, "retrieve() candidate %d" % (i + 1))
+                _passage_to_wire(p, "retrieve() candidate %d", i + 1)
                 for i, p in enumerate(candidates)
             ],
         }
@@ -423,6 +450,43 @@ class Worker:
             results.append(entry)
         return {"results": results}
 
+    def op_rewrite_retrieve(self, req):
+        """``rewrite`` and then the ``retrieve`` calls of its queries in one request: one call
+        per query and lane (queries outer, ``lanes`` inner; no lane when ``lanes`` is absent),
+        each made as in ``retrieve_batch``. Answers ``{"rewrite": entry, "results": [entry,
+        ...]}``, each entry ``{"ok": reply}`` or ``{"error": {...}}`` with its ``elapsed_ms``;
+        a rewrite that raised has no results."""
+        input_ = _require(req, "input", dict, "an object")
+        lanes = req.get("lanes")
+        if lanes is None:
+            lanes = [None]
+        elif not isinstance(lanes, list) or not all(isinstance(x, str) for x in lanes) or not lanes:
+            raise WorkerError("ProtocolError", "'lanes' must be a non-empty array of strings")
+        started = time.perf_counter()
+        try:
+            rewrite = {"ok": self.op_stage_rewrite({"input": input_})}
+        except Exception as exc:  # noqa: BLE001 - reported as the rewrite's error
+            rewrite = {"error": _error_from_exception(exc)}
+        rewrite["elapsed_ms"] = (time.perf_counter() - started) * 1e3
+        if "error" in rewrite:
+            return {"rewrite": rewrite, "results": []}
+        skip = bool(req.get("skip_filters"))
+        calls = []
+        for query in rewrite["ok"]["queries"]:
+            for lane in lanes:
+                call = {"query": query}
+                if lane is not None:
+                    call["lane"] = lane
+                if skip:
+                    call["skip_filters"] = True
+                calls.append(call)
+        batch = {"input": input_, "calls": calls}
+        if "depth" in req:
+            batch["depth"] = req["depth"]
+        out = self.op_retrieve_batch(batch)
+        out["rewrite"] = rewrite
+        return out
+
     def op_stage_rewrite(self, req):
         """``rewrite(input)`` → a list of queries (or ``{"queries": [...], "usage": {...}}``)."""
         input_ = _require(req, "input", dict, "an object")
@@ -450,7 +514,7 @@ class Worker:
         input_ = _require(req, "input", dict, "an object")
         wire = _require(req, "candidates", list, "an array")
         candidates = tuple(
-            _passage_from_wire(obj, "candidates[%d]" % i) for i, obj in enumerate(wire)
+            _passage_from_wire(obj, "candidates[%d]", i) for i, obj in enumerate(wire)
         )
         result = self._method("rerank")(input_, candidates)
         usage = None
@@ -472,7 +536,7 @@ class Worker:
         else:
             out = {
                 "candidates": [
-                    _passage_to_wire(p, "rerank() candidate %d" % (i + 1))
+                    _passage_to_wire(p, "rerank() candidate %d", i + 1)
                     for i, p in enumerate(result)
                 ]
             }
@@ -494,7 +558,7 @@ class Worker:
                     "lane": item.get("lane"),
                     "query": item.get("query"),
                     "candidates": tuple(
-                        _passage_from_wire(obj, "lists[%d].candidates[%d]" % (i, j))
+                        _passage_from_wire(obj, "lists[%d].candidates[%%d]" % i, j)
                         for j, obj in enumerate(item["candidates"])
                     ),
                 }
@@ -508,7 +572,7 @@ class Worker:
             )
         return {
             "candidates": [
-                _passage_to_wire(p, "fuse() candidate %d" % (i + 1)) for i, p in enumerate(result)
+                _passage_to_wire(p, "fuse() candidate %d", i + 1) for i, p in enumerate(result)
             ]
         }
 
@@ -525,7 +589,7 @@ class Worker:
         if not callable(function):
             raise WorkerError("AttributeError", "%s has no callable %r" % (module_name, attr))
         candidates = tuple(
-            _passage_from_wire(obj, "candidates[%d]" % i) for i, obj in enumerate(wire)
+            _passage_from_wire(obj, "candidates[%d]", i) for i, obj in enumerate(wire)
         )
         result = function(input_, candidates)
         if isinstance(result, Retrieval):
@@ -536,7 +600,7 @@ class Worker:
             )
         return {
             "candidates": [
-                _passage_to_wire(p, "reranker candidate %d" % (i + 1)) for i, p in enumerate(result)
+                _passage_to_wire(p, "reranker candidate %d", i + 1) for i, p in enumerate(result)
             ]
         }
 
@@ -545,7 +609,7 @@ class Worker:
         method = self._method("count_tokens")
         counts = []
         for i, obj in enumerate(passages):
-            n = method(_passage_from_wire(obj, "passages[%d]" % i))
+            n = method(_passage_from_wire(obj, "passages[%d]", i))
             if isinstance(n, bool) or not isinstance(n, int):
                 raise WorkerError(
                     "TypeError", "count_tokens() must return an int, got %r" % (n,)
@@ -559,7 +623,7 @@ class Worker:
         input_ = _require(req, "input", dict, "an object")
         context = _require(req, "context", list, "an array")
         passages = tuple(
-            _passage_from_wire(obj, "context[%d]" % i, with_position=True)
+            _passage_from_wire(obj, "context[%d]", i, with_position=True)
             for i, obj in enumerate(context)
         )
         result = self._method("generate")(input_, passages)

@@ -137,7 +137,8 @@ fn changing_the_fusion_or_the_reranker_reuses_every_lane_retrieval() {
         stages_line(&o),
         "Stages: rewrite 3 hit/0 miss; retrieve 12 hit/0 miss; rerank 0 hit/3 miss; generate 0 hit/3 miss"
     );
-    let o = oloproof(
+    let log = dir.join("retrieve-calls.log");
+    let o = oloproof_env(
         &dir,
         &[
             "run",
@@ -147,6 +148,7 @@ fn changing_the_fusion_or_the_reranker_reuses_every_lane_retrieval() {
             "--set",
             "system.rag.params.rerank_mode=reverse",
         ],
+        &[("PIPELINE_RETRIEVE_LOG", log.to_str().unwrap())],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     // A parameter is part of the rewrite's and the rerank's identity (it may steer either),
@@ -158,6 +160,11 @@ fn changing_the_fusion_or_the_reranker_reuses_every_lane_retrieval() {
         ),
         "{line}"
     );
+    // The first missed rewrite went with its retrievals in one request (`rewrite_retrieve`),
+    // whose four calls turned out to be cached: the worker's thread then sent the other
+    // rewrites alone, and asked for no retrieval again.
+    let made = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(made.lines().count(), 4, "{made}");
     // A fully cached re-run touches no stage.
     let o = oloproof(
         &dir,

@@ -26,7 +26,7 @@ pub(crate) fn retrieval(reply: &Value, depth: usize) -> Result<Retrieval, ReplyE
     Ok(r)
 }
 
-/// A request line: the body's fields, then `id` and `op` (`{…,"id":7,"op":"retrieve"}`),
+/// A request line: the body's fields, then `id` and `op` (`{…,"id":7,"op":"retrieve"}\n`),
 /// written straight from borrowed request data. `body` must serialize as a JSON object.
 pub(crate) fn request_line(
     op: &str,
@@ -46,7 +46,8 @@ pub(crate) fn request_line(
     line.push_str(&id.to_string());
     line.push_str(",\"op\":");
     line.push_str(&serde_json::to_string(op)?);
-    line.push('}');
+    // The newline ends the line in the same `write` (one wake-up of the worker, not two).
+    line.push_str("}\n");
     Ok(line)
 }
 
@@ -124,6 +125,18 @@ impl<'a> RetrieveBatchBody<'a> {
     }
 }
 
+/// A `rewrite_retrieve` request: the case's input and depth, the lanes to retrieve each
+/// query through (absent for a system without lanes), and `skip_filters` when set.
+#[derive(Serialize)]
+pub(crate) struct RewriteRetrieveBody<'a> {
+    pub(crate) input: &'a Map<String, Value>,
+    pub(crate) depth: usize,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(crate) lanes: &'a [&'a str],
+    #[serde(skip_serializing_if = "is_false")]
+    pub(crate) skip_filters: bool,
+}
+
 /// The body of a request on a case's input and a list of passages: `rerank`
 /// (`{"input", "candidates"}`, with the intervention's `function` first when set).
 #[derive(Serialize)]
@@ -164,6 +177,23 @@ pub(crate) enum BatchEntry {
     Bad(ReplyError),
 }
 
+/// One timed entry of a batch reply, `{"ok": …, "elapsed_ms": n}` or `{"error": {…},
+/// "elapsed_ms": n}`: its `ok` (`Ok`) or `error` (`Err`) and its milliseconds, or why it is out
+/// of protocol.
+fn timed_entry(entry: &Value) -> Result<(Result<&Value, &Value>, f64), &'static str> {
+    let Some(elapsed) = entry.get("elapsed_ms").and_then(Value::as_f64) else {
+        return Err("no `elapsed_ms` (the call's milliseconds, a number)");
+    };
+    if !(elapsed.is_finite() && elapsed >= 0.0) {
+        return Err("`elapsed_ms` must be a non-negative number");
+    }
+    match (entry.get("ok"), entry.get("error")) {
+        (Some(ok), None) => Ok((Ok(ok), elapsed)),
+        (None, Some(err)) => Ok((Err(err), elapsed)),
+        _ => Err("exactly one of `ok` and `error`"),
+    }
+}
+
 /// A `retrieve_batch` reply: `{"results": [entry, …]}` with one entry per call, in order; an
 /// entry is `{"ok": <retrieve reply>, "elapsed_ms": n}` or `{"error": {…}, "elapsed_ms": n}`.
 /// A reply without one entry per call is an error of the whole exchange; a malformed entry is
@@ -189,29 +219,68 @@ pub(crate) fn retrieve_batch(
     Ok(results
         .iter()
         .enumerate()
-        .map(|(i, entry)| {
-            let bad = |reason: &str| {
-                BatchEntry::Bad(ReplyError::RetrieveBatch {
-                    reason: format!("`results[{i}]`: {reason}"),
-                    reply: entry.to_string(),
-                })
-            };
-            let Some(elapsed) = entry.get("elapsed_ms").and_then(Value::as_f64) else {
-                return bad("no `elapsed_ms` (the call's milliseconds, a number)");
-            };
-            if !(elapsed.is_finite() && elapsed >= 0.0) {
-                return bad("`elapsed_ms` must be a non-negative number");
-            }
-            match (entry.get("ok"), entry.get("error")) {
-                (Some(ok), None) => match retrieval(ok, depth) {
-                    Ok(r) => BatchEntry::Retrieved(r, elapsed),
-                    Err(e) => BatchEntry::Bad(e),
-                },
-                (None, Some(err)) => BatchEntry::Raised(err.clone()),
-                _ => bad("exactly one of `ok` and `error`"),
-            }
+        .map(|(i, entry)| match timed_entry(entry) {
+            Err(reason) => BatchEntry::Bad(ReplyError::RetrieveBatch {
+                reason: format!("`results[{i}]`: {reason}"),
+                reply: entry.to_string(),
+            }),
+            Ok((Ok(ok), elapsed)) => match retrieval(ok, depth) {
+                Ok(r) => BatchEntry::Retrieved(r, elapsed),
+                Err(e) => BatchEntry::Bad(e),
+            },
+            Ok((Err(err), _)) => BatchEntry::Raised(err.clone()),
         })
         .collect())
+}
+
+/// The rewrite entry of a `rewrite_retrieve` reply.
+#[derive(Debug)]
+pub(crate) enum RewriteEntry {
+    /// The rewrite (checked as a `rewrite` reply) and the milliseconds the worker measured.
+    Rewritten(oloproof_core::pipeline::Rewrite, f64),
+    /// The rewrite raised: the protocol's error object.
+    Raised(Value),
+    /// The entry is out of protocol.
+    Bad(ReplyError),
+}
+
+/// A `rewrite_retrieve` reply: `{"rewrite": entry, "results": [entry, …]}`, the rewrite's
+/// entry as a `retrieve_batch` entry holding a `rewrite` reply, then one retrieve entry per
+/// query of the rewrite and per lane (`lanes` a query, at least 1), or none when the rewrite
+/// failed. A reply without its `rewrite` entry, or without that many results, is an error of
+/// the whole exchange.
+pub(crate) fn rewrite_retrieve(
+    mut reply: Value,
+    lanes: usize,
+    depth: usize,
+) -> Result<(RewriteEntry, Vec<BatchEntry>), ReplyError> {
+    let Some(entry) = reply.as_object_mut().and_then(|o| o.remove("rewrite")) else {
+        return Err(ReplyError::RetrieveBatch {
+            reason: "no `rewrite` entry".into(),
+            reply: reply.to_string(),
+        });
+    };
+    let rewrite = match timed_entry(&entry) {
+        Err(reason) => RewriteEntry::Bad(ReplyError::RetrieveBatch {
+            reason: format!("`rewrite`: {reason}"),
+            reply: entry.to_string(),
+        }),
+        Ok((Ok(ok), elapsed)) => match rewrite(ok.clone()) {
+            Ok(r) => RewriteEntry::Rewritten(r, elapsed),
+            Err(e) => RewriteEntry::Bad(e),
+        },
+        Ok((Err(err), _)) => RewriteEntry::Raised(err.clone()),
+    };
+    let calls = match &rewrite {
+        RewriteEntry::Rewritten(r, _) => r.queries.len() * lanes,
+        _ => 0,
+    };
+    let results = match &rewrite {
+        // A failed rewrite's results are not read.
+        RewriteEntry::Rewritten(..) => retrieve_batch(reply, calls, depth)?,
+        _ => Vec::new(),
+    };
+    Ok((rewrite, results))
 }
 
 /// A `count_tokens` reply: one non-negative integer per passage.
@@ -494,7 +563,7 @@ mod tests {
         let body = RetrieveBody::new(&input, 3, oloproof_core::system::RetrieveRequest::default());
         assert_eq!(
             request_line("retrieve", 7, &body).unwrap(),
-            r#"{"input":{},"depth":3,"id":7,"op":"retrieve"}"#
+            "{\"input\":{},\"depth\":3,\"id\":7,\"op\":\"retrieve\"}\n"
         );
         let call = oloproof_core::system::RetrieveRequest {
             query: Some("q"),
@@ -515,7 +584,7 @@ mod tests {
         );
         assert_eq!(
             request_line("shutdown", 9, &json!({})).unwrap(),
-            r#"{"id":9,"op":"shutdown"}"#
+            "{\"id\":9,\"op\":\"shutdown\"}\n"
         );
         assert!(request_line("x", 1, &json!([1])).is_err());
         assert_eq!(

@@ -404,7 +404,7 @@ impl WorkerConnection {
         }
     }
 
-    /// Writes one request line; `Err` when the worker is already gone (it exited, or closed its
+    /// Writes one request line (its newline included, so it is one `write`); `Err` when the worker is already gone (it exited, or closed its
     /// stdin), so it cannot have received the request.
     fn send(&mut self, line: &str) -> Result<(), Gone> {
         let p = self
@@ -416,7 +416,6 @@ impl WorkerConnection {
         }
         p.stdin
             .write_all(line.as_bytes())
-            .and_then(|_| p.stdin.write_all(b"\n"))
             .and_then(|_| p.stdin.flush())
             .map_err(|e| match self.exit_status() {
                 Some(status) => Gone::Exited(status),
@@ -640,6 +639,31 @@ fn truncate(s: &str, max: usize) -> String {
 
 impl WorkerConnection {
     /// A malformed reply: a protocol error carrying the stderr tail.
+    /// The entries of a batch reply as retrieve calls, ending at the first failing one (as
+    /// with one request per call: the first failing call ends the case).
+    fn batch_results(
+        &self,
+        entries: Vec<reply::BatchEntry>,
+    ) -> Vec<Result<TimedRetrieval, StageError>> {
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let r = match entry {
+                reply::BatchEntry::Retrieved(retrieval, latency_ms) => Ok(TimedRetrieval {
+                    retrieval,
+                    latency_ms,
+                }),
+                reply::BatchEntry::Raised(err) => Err(raised("retrieve", &err)),
+                reply::BatchEntry::Bad(e) => Err(self.reply_error("retrieve", e)),
+            };
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        out
+    }
+
     fn reply_error(&self, stage: &str, error: ReplyError) -> StageError {
         let mut err = stage_error(stage, ErrorKind::Protocol, error.to_string());
         err.stderr_tail = self.stderr_tail();
@@ -726,24 +750,39 @@ impl SystemConnection for WorkerConnection {
         )?;
         let entries = reply::retrieve_batch(reply, requests.len(), depth)
             .map_err(|e| self.reply_error("retrieve", e))?;
-        let mut out = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let r = match entry {
-                reply::BatchEntry::Retrieved(retrieval, latency_ms) => Ok(TimedRetrieval {
-                    retrieval,
-                    latency_ms,
-                }),
-                reply::BatchEntry::Raised(err) => Err(raised("retrieve", &err)),
-                reply::BatchEntry::Bad(e) => Err(self.reply_error("retrieve", e)),
-            };
-            let failed = r.is_err();
-            out.push(r);
-            if failed {
-                // As with one request per call: the first failing call ends the case.
-                break;
-            }
+        Ok(self.batch_results(entries))
+    }
+
+    fn rewrite_retrieve(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        lanes: &[&str],
+        skip_filters: bool,
+    ) -> Result<oloproof_core::system::RewriteRetrieval, StageError> {
+        if !self.info.implements("rewrite_retrieve") {
+            return Err(oloproof_core::system::not_implemented("rewrite_retrieve"));
         }
-        Ok(out)
+        let reply = self.request(
+            "rewrite_retrieve",
+            &reply::RewriteRetrieveBody {
+                input,
+                depth,
+                lanes,
+                skip_filters,
+            },
+        )?;
+        let (rewrite, entries) = reply::rewrite_retrieve(reply, lanes.len().max(1), depth)
+            .map_err(|e| self.reply_error("rewrite", e))?;
+        let rewrite = match rewrite {
+            reply::RewriteEntry::Rewritten(r, ms) => Ok((r, ms)),
+            reply::RewriteEntry::Raised(err) => Err(raised("rewrite", &err)),
+            reply::RewriteEntry::Bad(e) => Err(self.reply_error("rewrite", e)),
+        };
+        Ok(oloproof_core::system::RewriteRetrieval {
+            rewrite,
+            retrievals: self.batch_results(entries),
+        })
     }
 
     fn rewrite(

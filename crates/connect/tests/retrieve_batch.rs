@@ -231,3 +231,179 @@ class Lanes:
         "{err:?}"
     );
 }
+
+/// The rewrite and each retrieval of `rewrite_retrieve`, as `query/lane` names or errors as
+/// `stage: type: message`.
+type RewriteOutcome = (Result<Vec<String>, String>, Vec<Result<String, String>>);
+
+fn rewrite_retrieved(
+    conn: &mut WorkerConnection,
+    question: &str,
+    lanes: &[&str],
+) -> RewriteOutcome {
+    let mut input = Map::new();
+    input.insert("question".into(), question.into());
+    let error = |e: oloproof_core::trace::StageError| {
+        format!(
+            "{}: {}: {}",
+            e.stage,
+            e.error_type.unwrap_or_default(),
+            e.message
+        )
+    };
+    let got = conn
+        .rewrite_retrieve(&input, 2, lanes, false)
+        .expect("the exchange itself succeeds");
+    let rewrite = got.rewrite.map(|(r, _)| r.queries).map_err(error);
+    let retrievals = got
+        .retrievals
+        .into_iter()
+        .map(|r| {
+            r.map(|t| t.retrieval.candidates[0].doc_id.clone())
+                .map_err(error)
+        })
+        .collect();
+    (rewrite, retrievals)
+}
+
+#[test]
+fn the_python_shim_rewrites_and_retrieves_in_one_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let shim = install_python_shim(dir.path()).unwrap();
+    std::fs::write(
+        dir.path().join("app.py"),
+        r#"
+from oloproof import Passage, Retrieval, rag_system
+
+@rag_system(name="rw", version="1", depth=3, top_k=1, lanes=["a", "b", "boom"])
+class Rewriting:
+    def rewrite(self, input):
+        q = input["question"]
+        if q == "raise":
+            raise KeyError("no rewriter")
+        if q == "none":
+            return []
+        return [q, q + "+"]
+
+    def retrieve(self, input, depth, query=None, lane=None):
+        if lane == "boom":
+            raise ValueError("lane down")
+        return Retrieval(query=query, depth=depth, candidates=[Passage("%s/%s" % (query, lane))])
+
+    def generate(self, input, context):
+        return "x"
+"#,
+    )
+    .unwrap();
+    let pythonpath = format!("{}:{}", shim.display(), dir.path().display());
+    let mut conn = connect(
+        "python3",
+        &["-u", "-m", "oloproof.worker", "app:Rewriting"],
+        dir.path(),
+        vec![("PYTHONPATH".into(), pythonpath)],
+    );
+    assert!(
+        conn.info().implements("rewrite_retrieve"),
+        "{:?}",
+        conn.info().ops
+    );
+    // Queries outer, lanes inner, in one request.
+    let (rewrite, retrievals) = rewrite_retrieved(&mut conn, "q", &["a", "b"]);
+    assert_eq!(rewrite, Ok(ids(&["q", "q+"])));
+    assert_eq!(
+        retrievals,
+        vec![
+            Ok("q/a".to_string()),
+            Ok("q/b".to_string()),
+            Ok("q+/a".to_string()),
+            Ok("q+/b".to_string()),
+        ]
+    );
+    // A call that raised ends the list there, as `retrieve_batch` does.
+    let (_, retrievals) = rewrite_retrieved(&mut conn, "q", &["a", "boom", "b"]);
+    assert_eq!(
+        retrievals,
+        vec![
+            Ok("q/a".to_string()),
+            Err("retrieve: ValueError: lane down".to_string()),
+        ]
+    );
+    // A rewrite that raised, or returned no query, is the rewrite's error, and nothing was
+    // retrieved.
+    let (rewrite, retrievals) = rewrite_retrieved(&mut conn, "raise", &["a"]);
+    assert_eq!(rewrite, Err("rewrite: KeyError: 'no rewriter'".to_string()));
+    assert!(retrievals.is_empty());
+    let (rewrite, _) = rewrite_retrieved(&mut conn, "none", &["a"]);
+    assert_eq!(
+        rewrite,
+        Err("rewrite: ValueError: rewrite() returned no query".to_string())
+    );
+}
+
+/// A worker written straight to the protocol whose `rewrite_retrieve` replies break it in the
+/// way the question names.
+const RAW_REWRITER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello":
+        ok = {"protocol": 1, "name": "raw", "version": "1",
+              "ops": ["retrieve", "generate", "rewrite", "rewrite_retrieve"], "lanes": ["a"]}
+    else:
+        q = req["input"]["question"]
+        hit = {"ok": {"query": q, "depth": 2, "candidates": [{"doc_id": "d"}]}, "elapsed_ms": 1.0}
+        if q == "short":
+            ok = {"rewrite": {"ok": {"queries": ["x", "y"]}, "elapsed_ms": 0.5}, "results": [hit]}
+        elif q == "empty-query":
+            ok = {"rewrite": {"ok": {"queries": [" "]}, "elapsed_ms": 0.5}, "results": [hit]}
+        elif q == "untimed":
+            ok = {"rewrite": {"ok": {"queries": ["x"]}}, "results": [hit]}
+        else:
+            ok = {"results": [hit]}
+    print(json.dumps({"id": req["id"], "ok": ok}), flush=True)
+"#;
+
+#[test]
+fn rewrite_retrieve_replies_out_of_protocol_are_errors_naming_what_is_wrong() {
+    let mut conn = connect(
+        "python3",
+        &["-u", "-c", RAW_REWRITER],
+        Path::new("."),
+        Vec::new(),
+    );
+    let mut input = Map::new();
+    let mut ask = |q: &str| {
+        input.insert("question".into(), q.into());
+        conn.rewrite_retrieve(&input, 2, &["a"], false)
+    };
+    // Not one result per query and lane: the whole exchange.
+    let err = ask("short").expect_err("one result for two calls");
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(
+        err.message.contains("1 results for 2 calls"),
+        "{}",
+        err.message
+    );
+    let err = ask("no-rewrite").expect_err("no rewrite entry");
+    assert!(
+        err.message.contains("no `rewrite` entry"),
+        "{}",
+        err.message
+    );
+    // A bad rewrite entry: the rewrite's protocol error, no retrieval read.
+    let got = ask("empty-query").unwrap();
+    let err = got.rewrite.unwrap_err();
+    assert_eq!(
+        (err.stage.as_str(), err.kind),
+        ("rewrite", ErrorKind::Protocol)
+    );
+    assert!(err.message.contains("a query is empty"), "{}", err.message);
+    assert!(got.retrievals.is_empty());
+    let err = ask("untimed").unwrap().rewrite.unwrap_err();
+    assert!(
+        err.message.contains("`rewrite`: no `elapsed_ms`"),
+        "{}",
+        err.message
+    );
+}

@@ -62,6 +62,18 @@ pub struct TimedRetrieval {
 /// What the `rewrite` stage returned.
 pub type RewriteReply = crate::pipeline::Rewrite;
 
+/// What [`SystemConnection::rewrite_retrieve`] returned: the rewrite and the milliseconds the
+/// worker measured for it, then its retrieve calls (one per query and lane, queries outer),
+/// each as [`SystemConnection::retrieve_batch`] reports it: the list ends at the first error,
+/// and is empty when the rewrite failed.
+#[derive(Debug, Clone)]
+pub struct RewriteRetrieval {
+    /// The rewrite and its milliseconds, or its error.
+    pub rewrite: Result<(RewriteReply, f64), StageError>,
+    /// The retrieve calls of the rewrite's queries, in order.
+    pub retrievals: Vec<Result<TimedRetrieval, StageError>>,
+}
+
 /// A live connection to one instance of the system (one worker).
 ///
 /// Implementations restart their process after a crash or a timeout and report that case's
@@ -124,6 +136,22 @@ pub trait SystemConnection: Send {
         requests: &[RetrieveRequest<'_>],
     ) -> Result<Vec<Result<TimedRetrieval, StageError>>, StageError> {
         Ok(retrieve_each(self, input, depth, requests))
+    }
+    /// `rewrite(input)` and then one `retrieve` per query it returned and per lane of `lanes`
+    /// (one call per query, with no lane, when `lanes` is empty), in one request: for a case
+    /// whose rewrite the cache does not hold, whose retrievals then cannot be known to be
+    /// cached either. Only a worker that declared `rewrite_retrieve` in its `hello` speaks it
+    /// (docs/protocol.md); the default is [`not_implemented`], and callers check
+    /// [`SystemInfo::implements`] first. `Err` is a failure of the whole exchange.
+    fn rewrite_retrieve(
+        &mut self,
+        input: &Map<String, Value>,
+        depth: usize,
+        lanes: &[&str],
+        skip_filters: bool,
+    ) -> Result<RewriteRetrieval, StageError> {
+        let _ = (input, depth, lanes, skip_filters);
+        Err(not_implemented("rewrite_retrieve"))
     }
     /// `rewrite(input)`: the queries to retrieve with.
     fn rewrite(&mut self, input: &Map<String, Value>) -> Result<RewriteReply, StageError> {

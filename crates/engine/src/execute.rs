@@ -3,6 +3,7 @@
 //!
 //! Errors are never cached: a case that failed runs again next time.
 
+use std::cell::Cell;
 use std::time::Instant;
 
 use oloproof_core::case::Case;
@@ -18,15 +19,35 @@ pub use crate::keys::{layer, CacheWrite};
 use oloproof_core::passage::Retrieval;
 use oloproof_core::settings::{Intervention, SystemSettings};
 
-/// Where cache lookups go; `None` when caches are bypassed.
+/// Where cache lookups go; `None` when caches are bypassed. One per thread of a run.
 pub struct CacheReader<'a> {
     store: Option<&'a dyn Store>,
+    /// Whether a rewrite the cache does not hold goes to the system with its retrievals in one
+    /// request (`rewrite_retrieve`): true until a retrieval so fetched turns out to be cached
+    /// already (a changed rewriter whose queries did not change), after which this thread
+    /// asks for the rewrite alone and only the retrievals the cache misses.
+    rewrite_with_retrievals: Cell<bool>,
 }
 
 impl<'a> CacheReader<'a> {
     /// Reads from `store`, or from nothing.
     pub fn new(store: Option<&'a dyn Store>) -> Self {
-        CacheReader { store }
+        CacheReader {
+            store,
+            rewrite_with_retrievals: Cell::new(true),
+        }
+    }
+
+    /// Whether to send a rewrite the cache missed together with its retrievals (see
+    /// [`SystemConnection::rewrite_retrieve`]).
+    pub fn rewrite_with_retrievals(&self) -> bool {
+        self.rewrite_with_retrievals.get()
+    }
+
+    /// A retrieval fetched with its rewrite was in the cache already: from now on this thread
+    /// sends rewrites alone, so that cached retrievals are not asked for again.
+    pub(crate) fn retrieval_cached_after_rewrite_miss(&self) {
+        self.rewrite_with_retrievals.set(false);
     }
 
     /// A cached value, if any. A read error is a miss, said on stderr (`-v`/`RUST_LOG`): the

@@ -16,7 +16,7 @@ use oloproof_core::config::{FusionMethodName, FusionNorm, FusionSettings};
 use oloproof_core::passage::{Passage, Retrieval};
 use oloproof_core::pipeline::{Fused, LaneRetrieval, Pipeline};
 use oloproof_core::settings::{Intervention, SystemSettings};
-use oloproof_core::system::RetrieveRequest;
+use oloproof_core::system::{RetrieveRequest, TimedRetrieval};
 use oloproof_core::trace::{ErrorKind, HitsMisses, StageError, Trace};
 use oloproof_metrics::fusion::{fuse, FusionMethod, FusionOptions, Normalization};
 use oloproof_metrics::ranking::Retrieved;
@@ -67,7 +67,16 @@ pub(crate) fn retrieve_pipeline(
     let skip_filters = intervention.is_some_and(|i| i.no_filter);
     let use_rewrite = system.has_stage("rewrite") && !intervention.is_some_and(|i| i.raw_query);
 
-    // 1. Rewrite.
+    let lanes: Vec<Option<String>> = match intervention.and_then(|i| i.lane.as_deref()) {
+        Some(only) => vec![Some(only.to_string())],
+        None if system.lanes.is_empty() => vec![None],
+        None => system.lanes.iter().cloned().map(Some).collect(),
+    };
+
+    // 1. Rewrite: a rewrite the cache misses goes with its retrievals in one request when the
+    // worker speaks `rewrite_retrieve` (their keys depend on the queries it returns, so they
+    // cannot be looked up first).
+    let mut prefetched = None;
     let queries: Vec<Option<String>> = if use_rewrite {
         let key = rewrite_key(system, case);
         let rewrite = match cache.get_json::<oloproof_core::pipeline::Rewrite>(layer::REWRITE, &key)
@@ -79,13 +88,27 @@ pub(crate) fn retrieve_pipeline(
             None => {
                 trace.cache.rewrite = Some(false);
                 let conn = source.ready_connection()?;
+                let with_retrievals =
+                    cache.rewrite_with_retrievals() && conn.info().implements("rewrite_retrieve");
                 let started = Instant::now();
                 let r = {
                     let _stage = tracing::debug_span!("stage", stage = "rewrite").entered();
-                    conn.rewrite(&case.input)
+                    if with_retrievals {
+                        let names: Vec<&str> = lanes.iter().flatten().map(String::as_str).collect();
+                        conn.rewrite_retrieve(&case.input, system.depth, &names, skip_filters)
+                            .and_then(|both| {
+                                prefetched = Some(both.retrievals);
+                                both.rewrite
+                            })
+                    } else {
+                        conn.rewrite(&case.input).map(|r| (r, ms(started)))
+                    }
                 };
-                trace.latency_ms.rewrite = Some(ms(started));
-                let r = r?;
+                trace.latency_ms.rewrite = Some(match &r {
+                    Ok((_, elapsed)) => *elapsed,
+                    Err(_) => ms(started),
+                });
+                let (r, _) = r?;
                 if let Ok(json) = serde_json::to_string(&r) {
                     writes.push((layer::REWRITE, key, json));
                 }
@@ -103,11 +126,6 @@ pub(crate) fn retrieve_pipeline(
     };
 
     // 2. One retrieve per query and lane.
-    let lanes: Vec<Option<String>> = match intervention.and_then(|i| i.lane.as_deref()) {
-        Some(only) => vec![Some(only.to_string())],
-        None if system.lanes.is_empty() => vec![None],
-        None => system.lanes.iter().cloned().map(Some).collect(),
-    };
     let mut calls = HitsMisses::default();
     let mut retrieve_ms: Option<f64> = None;
     let requests: Vec<RetrieveRequest<'_>> = queries
@@ -120,7 +138,7 @@ pub(crate) fn retrieve_pipeline(
             })
         })
         .collect();
-    for call in retrieve_calls(system, case, source, cache, &requests, writes) {
+    for call in retrieve_calls(system, case, source, cache, &requests, writes, prefetched) {
         count_call(trace, &mut calls, &mut retrieve_ms, call.as_ref().ok());
         pipeline.retrievals.push(call?);
     }
@@ -142,7 +160,7 @@ pub(crate) fn retrieve_pipeline(
             })
             .collect();
         let mut fetched =
-            retrieve_calls(system, case, source, cache, &raw_requests, writes).into_iter();
+            retrieve_calls(system, case, source, cache, &raw_requests, writes, None).into_iter();
         let mut raw_lists = Vec::new();
         for lane in &lanes {
             if let Some(asked) = asked(lane) {
@@ -369,7 +387,10 @@ pub(crate) fn rerank_replayed(
 /// The `retrieve` calls of one case behind their caches, in order, each reply checked against
 /// the lane asked for. The calls the caches do not hold go to the system together
 /// ([`SystemConnection::retrieve_batch`]: one request for a worker that declared
-/// `retrieve_batch`). The list ends at the first failed call, as the case does.
+/// `retrieve_batch`), unless `prefetched` has them already: the calls' results as the
+/// rewrite's request returned them (one per request, in order, ending at the first error). A
+/// prefetched call the cache holds after all is served from the cache, and tells `cache` to
+/// stop prefetching. The list ends at the first failed call, as the case does.
 fn retrieve_calls(
     system: &SystemSettings,
     case: &Case,
@@ -377,6 +398,7 @@ fn retrieve_calls(
     cache: &CacheReader<'_>,
     requests: &[RetrieveRequest<'_>],
     writes: &mut Vec<CacheWrite>,
+    prefetched: Option<Vec<Result<TimedRetrieval, StageError>>>,
 ) -> Vec<Result<LaneRetrieval, StageError>> {
     let record = |request: &RetrieveRequest<'_>,
                   retrieval: Retrieval,
@@ -396,20 +418,43 @@ fn retrieve_calls(
         .iter()
         .map(|key| cache.get_json::<Retrieval>(layer::RETRIEVE, key))
         .collect();
-    let missed: Vec<RetrieveRequest<'_>> = requests
+    // The misses' results, in order: prefetched, or fetched now.
+    let mut given = Vec::new();
+    let mut first_unfetched = 0;
+    if let Some(results) = prefetched {
+        first_unfetched = results.len();
+        let mut last_was_hit = false;
+        for (result, hit) in results.into_iter().zip(&hits) {
+            last_was_hit = hit.is_some();
+            match hit {
+                Some(_) => cache.retrieval_cached_after_rewrite_miss(),
+                None => given.push(result),
+            }
+        }
+        // The prefetched list ended at an error of a call the cache holds: the calls after it
+        // were not made, and are fetched below as if nothing had been prefetched.
+        if !(first_unfetched < requests.len() && last_was_hit) {
+            first_unfetched = requests.len();
+        }
+    }
+    let missed: Vec<RetrieveRequest<'_>> = requests[first_unfetched..]
         .iter()
-        .zip(&hits)
+        .zip(&hits[first_unfetched..])
         .filter(|(_, hit)| hit.is_none())
         .map(|(r, _)| *r)
         .collect();
     let mut fetched = if missed.is_empty() {
-        Ok(Vec::new())
+        Ok(given)
     } else {
         let _stage =
             tracing::debug_span!("stage", stage = "retrieve", calls = missed.len()).entered();
         source
             .ready_connection()
             .and_then(|conn| conn.retrieve_batch(&case.input, system.depth, &missed))
+            .map(|more| {
+                given.extend(more);
+                given
+            })
     }
     .map(Vec::into_iter);
     let mut out = Vec::with_capacity(requests.len());

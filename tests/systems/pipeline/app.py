@@ -11,7 +11,12 @@ over a six-document corpus, with faults chosen by the question.
   ``in`` predicate without a list), ``fault-hop`` (a hop without candidates),
   ``fault-rewrite`` (rewrite returns no query), ``fault-field`` (a predicate on a field the
   corpus does not have).
+
+With ``PIPELINE_RETRIEVE_LOG`` set, each ``retrieve`` call appends ``query|lane`` to that file
+(the tests count the calls the host made).
 """
+
+import os
 
 from oloproof import Filter, Hop, Passage, Retrieval, rag_system
 
@@ -55,6 +60,10 @@ class Pipeline:
 
     def retrieve(self, input, depth, query=None, lane=None, skip_filters=False):
         q = query or input["question"]
+        log = os.environ.get("PIPELINE_RETRIEVE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write("%s|%s\n" % (q, lane))
         filters = [] if skip_filters else [Filter("tenant", "=", input.get("tenant", "acme"))]
         if "fault-field" in q:
             filters.append(Filter("region", "=", "eu"))
