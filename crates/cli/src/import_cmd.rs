@@ -133,19 +133,20 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     let mut out = BufWriter::new(out_file);
     let mut assembler = Assembler::new(AssembleOptions::default(), corpus.as_ref());
     let mut not_recorded: BTreeMap<String, u64> = BTreeMap::new();
-    let mut write =
-        |records: Vec<Value>, out: &mut BufWriter<std::fs::File>| -> std::io::Result<()> {
-            for r in records {
-                if let Some(fields) = r["production"]["not_recorded"].as_array() {
-                    for f in fields.iter().filter_map(Value::as_str) {
-                        *not_recorded.entry(f.to_string()).or_default() += 1;
-                    }
-                }
-                serde_json::to_writer(&mut *out, &r)?;
-                out.write_all(b"\n")?;
+    let mut write_lines = |lines: Vec<oloproof_traces::RecordLine>,
+                           out: &mut BufWriter<std::fs::File>|
+     -> std::io::Result<()> {
+        for line in lines {
+            for f in line.not_recorded {
+                *not_recorded.entry(f).or_default() += 1;
             }
-            Ok(())
-        };
+            out.write_all(&line.json)?;
+        }
+        Ok(())
+    };
+    let mut write = |records: Vec<Value>, out: &mut BufWriter<std::fs::File>| {
+        write_lines(oloproof_traces::record_lines(records)?, out)
+    };
     let mut formats: Vec<&'static str> = Vec::new();
     let mut phoenix: Option<PhoenixReader> = None;
     let mut langfuse: Option<LangfuseReader> = None;

@@ -900,6 +900,41 @@ pub fn rfc3339(nanos: u64) -> String {
     )
 }
 
+/// One trace record as a line of JSON Lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordLine {
+    /// The record's compact JSON and its newline.
+    pub json: Vec<u8>,
+    /// The record's `production.not_recorded` fields (what its spans did not carry).
+    pub not_recorded: Vec<String>,
+}
+
+/// Each record as its JSON line (`serde_json`'s compact form and `\n`, as
+/// `serde_json::to_writer` writes it) with its `production.not_recorded` fields, serialized
+/// and dropped on every core (rayon's pool), in order.
+pub fn record_lines(records: Vec<Value>) -> serde_json::Result<Vec<RecordLine>> {
+    use rayon::prelude::*;
+    records
+        .into_par_iter()
+        .with_min_len(16)
+        .map(|record| {
+            let mut json = serde_json::to_vec(&record)?;
+            json.push(b'\n');
+            let not_recorded = record["production"]["not_recorded"]
+                .as_array()
+                .map(|fields| {
+                    fields
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(RecordLine { json, not_recorded })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1244,6 +1279,27 @@ mod tests {
         assert_eq!(summary.spans_dropped["late_span"], 1);
         assert_eq!(summary.records, 2);
         assert!(summary.adds_up(), "{summary:?}");
+    }
+
+    #[test]
+    fn record_lines_are_what_to_writer_writes_in_order() {
+        let records: Vec<Value> = (0..200)
+            .map(|i| {
+                json!({"id": format!("t{i}"), "text": "a \"quoted\" é",
+                       "production": {"not_recorded": if i % 3 == 0 { json!(["answer", "retrieval"]) } else { json!([]) }}})
+            })
+            .collect();
+        let mut expected = Vec::new();
+        for r in &records {
+            serde_json::to_writer(&mut expected, r).unwrap();
+            expected.push(b'\n');
+        }
+        let lines = record_lines(records).unwrap();
+        assert_eq!(lines.len(), 200);
+        let joined: Vec<u8> = lines.iter().flat_map(|l| l.json.iter().copied()).collect();
+        assert_eq!(joined, expected);
+        assert_eq!(lines[3].not_recorded, ["answer", "retrieval"]);
+        assert!(lines[4].not_recorded.is_empty());
     }
 
     #[test]

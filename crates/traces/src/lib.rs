@@ -47,7 +47,7 @@ pub mod problems;
 pub mod span;
 pub mod timestamp;
 
-pub use assemble::{AssembleOptions, Assembler};
+pub use assemble::{record_lines, AssembleOptions, Assembler, RecordLine};
 pub use error::RequestError;
 pub use otlp::{
     decode_json_document, decode_json_line, decode_json_lines, decode_protobuf, decode_request,
