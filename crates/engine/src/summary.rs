@@ -11,7 +11,7 @@
 //! The summary's types are data every reader of the store shares and live in
 //! `oloproof_core::summary`; this module computes them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use oloproof_core::case::Case;
 use oloproof_core::summary::{
@@ -323,6 +323,16 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
     let jobs: Vec<(usize, usize)> = (0..groups.len())
         .flat_map(|g| (0..inputs.criteria.len()).map(move |c| (g, c)))
         .collect();
+    // Each verdict's failure modes, read once (a verdict is in the whole run's group and in
+    // one group per slice key), by the verdict's address; only verdicts that name any.
+    let modes_of: HashMap<usize, BTreeSet<String>> = outcomes
+        .iter()
+        .flat_map(|o| o.verdicts.iter())
+        .filter_map(|v| {
+            let modes = failure_modes(&v.detail);
+            (!modes.is_empty()).then_some((v as *const CriterionVerdict as usize, modes))
+        })
+        .collect();
     let run_job = |&(g, c): &(usize, usize)| -> CriterionSummary {
         let (name, kind) = &inputs.criteria[c];
         let judged: Vec<&CriterionVerdict> = groups[g]
@@ -333,8 +343,12 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
         let verdicts: Vec<&Verdict> = judged.iter().map(|v| &v.verdict).collect();
         let mut s = summarize_criterion(name, *kind, &verdicts, inputs.seed, inputs.resamples);
         for v in judged {
-            for mode in failure_modes(&v.detail) {
-                *s.failure_modes.entry(mode).or_insert(0) += 1;
+            for mode in modes_of
+                .get(&(v as *const CriterionVerdict as usize))
+                .into_iter()
+                .flatten()
+            {
+                *s.failure_modes.entry(mode.clone()).or_insert(0) += 1;
             }
         }
         s
@@ -461,6 +475,83 @@ mod tests {
         assert_eq!(cp(9, 13).interval, Some([0.385, 0.910]));
         assert_eq!(cp(12, 13).interval.unwrap()[0], 0.639);
         assert_eq!(cp(13, 13).interval, Some([0.752, 1.0]));
+    }
+
+    #[test]
+    fn failure_modes_are_counted_in_the_run_and_in_each_slice() {
+        let cases: Vec<Case> = (0..4)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({
+                    "id": format!("c{i}"), "input": {},
+                    "metadata": {"topic": if i < 3 { "billing" } else { "shipping" }}
+                }))
+                .unwrap()
+            })
+            .collect();
+        let traces: Vec<Trace> = cases.iter().map(|c| Trace::new(&c.id)).collect();
+        let detail = |modes: &[&str]| {
+            serde_json::json!({"claims": modes.iter().map(|m| serde_json::json!({"failure_mode": m})).collect::<Vec<_>>(),
+                               "calls": [{"failure_mode": "in_a_raw_reply"}]})
+        };
+        let verdicts: Vec<Vec<CriterionVerdict>> = [
+            detail(&["fabrication", "wrong_entity"]),
+            detail(&["fabrication", "fabrication"]),
+            Value::Null,
+            detail(&["wrong_entity"]),
+        ]
+        .into_iter()
+        .map(|detail| {
+            vec![CriterionVerdict {
+                criterion: "faithfulness".into(),
+                verdict: Verdict::Score { value: 0.0 },
+                detail,
+            }]
+        })
+        .collect();
+        let outcomes: Vec<CaseOutcome<'_>> = (0..4)
+            .map(|i| CaseOutcome {
+                case: &cases[i],
+                trace: &traces[i],
+                verdicts: &verdicts[i],
+            })
+            .collect();
+        let criteria = [("faithfulness".to_string(), SummaryKind::Mean)];
+        let slices = ["metadata.topic".to_string()];
+        let inputs = SummaryInputs {
+            run_id: "r",
+            system: ("s", "1"),
+            criteria: &criteria,
+            slices: &slices,
+            min_slice_support: 1,
+            seed: 1,
+            resamples: 100,
+            total_cases: 4,
+            cache: CacheCounts::default(),
+        };
+        let summary = summarize(&inputs, &outcomes);
+        let modes = |m: &BTreeMap<String, u64>| -> Vec<(String, u64)> {
+            m.iter().map(|(k, v)| (k.clone(), *v)).collect()
+        };
+        // Counted once per verdict that names a mode; a judge call's raw reply is not read.
+        assert_eq!(
+            modes(&summary.criteria[0].failure_modes),
+            [
+                ("fabrication".to_string(), 2),
+                ("wrong_entity".to_string(), 2)
+            ]
+        );
+        let slice = |value: &str| {
+            let s = summary.slices.iter().find(|s| s.value == value).unwrap();
+            modes(&s.criteria[0].failure_modes)
+        };
+        assert_eq!(
+            slice("billing"),
+            [
+                ("fabrication".to_string(), 2),
+                ("wrong_entity".to_string(), 1)
+            ]
+        );
+        assert_eq!(slice("shipping"), [("wrong_entity".to_string(), 1)]);
     }
 
     #[test]
