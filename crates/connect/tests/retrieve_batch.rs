@@ -65,6 +65,23 @@ fn connect(
     .expect("the worker says hello")
 }
 
+/// A connection to the real Python shim serving `class` of `app` (an `app.py` written in a
+/// new folder, kept alive by the returned guard).
+fn shim_connection(app: &str, class: &str) -> (tempfile::TempDir, WorkerConnection) {
+    let dir = tempfile::tempdir().unwrap();
+    let shim = install_python_shim(dir.path()).unwrap();
+    std::fs::write(dir.path().join("app.py"), app).unwrap();
+    let pythonpath = format!("{}:{}", shim.display(), dir.path().display());
+    let target = format!("app:{class}");
+    let conn = connect(
+        "python3",
+        &["-u", "-m", "oloproof.worker", &target],
+        dir.path(),
+        vec![("PYTHONPATH".into(), pythonpath)],
+    );
+    (dir, conn)
+}
+
 fn raw(ops: &str) -> WorkerConnection {
     connect(
         "python3",
@@ -167,10 +184,7 @@ fn a_worker_without_the_op_gets_one_retrieve_per_call() {
 
 #[test]
 fn the_python_shim_declares_and_answers_retrieve_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let shim = install_python_shim(dir.path()).unwrap();
-    std::fs::write(
-        dir.path().join("app.py"),
+    let (_dir, mut conn) = shim_connection(
         r#"
 from oloproof import Passage, Retrieval, rag_system
 
@@ -185,14 +199,7 @@ class Lanes:
     def generate(self, input, context):
         return "x"
 "#,
-    )
-    .unwrap();
-    let pythonpath = format!("{}:{}", shim.display(), dir.path().display());
-    let mut conn = connect(
-        "python3",
-        &["-u", "-m", "oloproof.worker", "app:Lanes"],
-        dir.path(),
-        vec![("PYTHONPATH".into(), pythonpath)],
+        "Lanes",
     );
     assert!(
         conn.info().implements("retrieve_batch"),
@@ -268,10 +275,7 @@ fn rewrite_retrieved(
 
 #[test]
 fn the_python_shim_rewrites_and_retrieves_in_one_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let shim = install_python_shim(dir.path()).unwrap();
-    std::fs::write(
-        dir.path().join("app.py"),
+    let (_dir, mut conn) = shim_connection(
         r#"
 from oloproof import Passage, Retrieval, rag_system
 
@@ -293,14 +297,7 @@ class Rewriting:
     def generate(self, input, context):
         return "x"
 "#,
-    )
-    .unwrap();
-    let pythonpath = format!("{}:{}", shim.display(), dir.path().display());
-    let mut conn = connect(
-        "python3",
-        &["-u", "-m", "oloproof.worker", "app:Rewriting"],
-        dir.path(),
-        vec![("PYTHONPATH".into(), pythonpath)],
+        "Rewriting",
     );
     assert!(
         conn.info().implements("rewrite_retrieve"),
