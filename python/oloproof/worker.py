@@ -355,18 +355,26 @@ class Worker:
             )
         return method
 
-    def op_retrieve(self, req):
-        input_ = _require(req, "input", dict, "an object")
+    def _depth(self, req):
         depth = req.get("depth", self.params.get("depth"))
         if depth is None or isinstance(depth, bool) or not isinstance(depth, int):
             raise WorkerError("ProtocolError", "'depth' must be an integer")
+        return depth
+
+    def op_retrieve(self, req):
+        input_ = _require(req, "input", dict, "an object")
+        return self._retrieve(input_, self._depth(req), req)
+
+    def _retrieve(self, input_, depth, call):
+        """One ``retrieve`` call: ``call`` holds its ``query``, ``lane`` and ``skip_filters``
+        (a ``retrieve`` request, or one call of a batch)."""
         kwargs = {}
         for key in ("query", "lane"):
-            if req.get(key) is not None:
-                if not isinstance(req[key], str):
+            if call.get(key) is not None:
+                if not isinstance(call[key], str):
                     raise WorkerError("ProtocolError", "%r must be a string" % key)
-                kwargs[key] = req[key]
-        if req.get("skip_filters"):
+                kwargs[key] = call[key]
+        if call.get("skip_filters"):
             kwargs["skip_filters"] = True
         method = self._method("retrieve")
         if kwargs:
@@ -434,16 +442,19 @@ class Worker:
         others."""
         input_ = _require(req, "input", dict, "an object")
         calls = _require(req, "calls", list, "an array")
+        try:
+            depth, depth_error = self._depth(req), None
+        except WorkerError as exc:  # every call's error, as one request per call would say
+            depth, depth_error = None, exc
         results = []
         for i, call in enumerate(calls):
             if not isinstance(call, dict):
                 raise WorkerError("ProtocolError", "calls[%d] must be an object" % i)
-            one = dict(call, input=input_)
-            if "depth" in req:
-                one["depth"] = req["depth"]
             started = time.perf_counter()
             try:
-                entry = {"ok": self.op_retrieve(one)}
+                if depth_error is not None:
+                    raise depth_error
+                entry = {"ok": self._retrieve(input_, depth, call)}
             except Exception as exc:  # noqa: BLE001 - reported as this call's error
                 entry = {"error": _error_from_exception(exc)}
             entry["elapsed_ms"] = (time.perf_counter() - started) * 1e3
