@@ -404,8 +404,9 @@ impl WorkerConnection {
         }
     }
 
-    /// Writes one request line (its newline included, so it is one `write`); `Err` when the worker is already gone (it exited, or closed its
-    /// stdin), so it cannot have received the request.
+    /// Writes one request line (its newline included, so it is one `write`); `Err` when the
+    /// worker is already gone (it exited, or closed its stdin), so it cannot have received the
+    /// request.
     fn send(&mut self, line: &str) -> Result<(), Gone> {
         let p = self
             .process
@@ -638,7 +639,6 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 impl WorkerConnection {
-    /// A malformed reply: a protocol error carrying the stderr tail.
     /// The entries of a batch reply as retrieve calls, ending at the first failing one (as
     /// with one request per call: the first failing call ends the case).
     fn batch_results(
@@ -664,6 +664,7 @@ impl WorkerConnection {
         out
     }
 
+    /// A malformed reply: a protocol error carrying the stderr tail.
     fn reply_error(&self, stage: &str, error: ReplyError) -> StageError {
         let mut err = stage_error(stage, ErrorKind::Protocol, error.to_string());
         err.stderr_tail = self.stderr_tail();

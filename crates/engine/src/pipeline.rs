@@ -443,33 +443,28 @@ fn retrieve_calls(
         .filter(|(_, hit)| hit.is_none())
         .map(|(r, _)| *r)
         .collect();
-    let mut fetched = if missed.is_empty() {
-        Ok(given)
-    } else {
+    if !missed.is_empty() {
         let _stage =
             tracing::debug_span!("stage", stage = "retrieve", calls = missed.len()).entered();
-        source
+        // A failed exchange is the error of the first call it was to make.
+        match source
             .ready_connection()
             .and_then(|conn| conn.retrieve_batch(&case.input, system.depth, &missed))
-            .map(|more| {
-                given.extend(more);
-                given
-            })
+        {
+            Ok(more) => given.extend(more),
+            Err(e) => given.push(Err(e)),
+        }
     }
-    .map(Vec::into_iter);
+    let mut fetched = given.into_iter();
     let mut out = Vec::with_capacity(requests.len());
     for ((request, key), hit) in requests.iter().zip(keys).zip(hits) {
         if let Some(r) = hit {
             out.push(Ok(record(request, r, true, None)));
             continue;
         }
-        let call = match &mut fetched {
-            Err(e) => Err(e.clone()),
-            // A shorter list ended at its failed call, which was pushed already.
-            Ok(results) => match results.next() {
-                Some(r) => r,
-                None => break,
-            },
+        // A shorter list ended at its failed call, which was pushed already.
+        let Some(call) = fetched.next() else {
+            break;
         };
         let call = call.and_then(|timed| {
             let r = checked_reply(system, *request, timed.retrieval)?;
