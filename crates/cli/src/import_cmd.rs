@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use oloproof_traces::langfuse::LangfuseReader;
+use oloproof_traces::lines::LineBlocks;
 use oloproof_traces::phoenix::PhoenixReader;
 use oloproof_traces::span::{Decoded, Location};
 use oloproof_traces::{AssembleOptions, Assembler, InputFormat};
@@ -133,8 +134,8 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     let mut out = BufWriter::new(out_file);
     let mut assembler = Assembler::new(AssembleOptions::default(), corpus.as_ref());
     let mut not_recorded: BTreeMap<String, u64> = BTreeMap::new();
-    let mut write_lines = |lines: Vec<oloproof_traces::RecordLine>,
-                           out: &mut BufWriter<std::fs::File>|
+    let mut write = |lines: Vec<oloproof_traces::RecordLine>,
+                     out: &mut BufWriter<std::fs::File>|
      -> std::io::Result<()> {
         for line in lines {
             for f in line.not_recorded {
@@ -143,9 +144,6 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
             out.write_all(&line.json)?;
         }
         Ok(())
-    };
-    let mut write = |records: Vec<Value>, out: &mut BufWriter<std::fs::File>| {
-        write_lines(oloproof_traces::record_lines(records)?, out)
     };
     let mut formats: Vec<&'static str> = Vec::new();
     let mut phoenix: Option<PhoenixReader> = None;
@@ -438,42 +436,28 @@ fn first_line_value(path: &Path) -> std::io::Result<Option<Value>> {
     Ok(None)
 }
 
-/// Lines read at once (or fewer, up to [`BATCH_BYTES`]), decoded on every core.
-const BATCH_LINES: usize = 4096;
-/// Bytes of lines read at once: what bounds the memory of the lines in flight.
+/// Bytes of lines read at once: what bounds the memory of the lines in flight (a longer line
+/// is read whole).
 const BATCH_BYTES: usize = 1 << 20;
 
 /// One batch's lines decoded, in order, and the read error that ended the file there, if any.
 type Batch = (Vec<Decoded>, Option<std::io::Error>);
 
-/// Reads `file` as JSON Lines in batches, decodes each batch on every core and sends the lines'
+/// Reads `file` as JSON Lines in blocks of whole lines ([`LineBlocks`]: one buffer re-used,
+/// no allocation per line), decodes each block on every core and sends the lines'
 /// [`Decoded`] in order, with the read error that ended the file early, if any (after the lines
 /// before it). Stops when the receiver is gone.
 fn decode_batches(file: std::fs::File, name: &str, tx: std::sync::mpsc::SyncSender<Batch>) {
-    let mut lines = BufReader::with_capacity(1 << 20, file).lines();
-    let mut first_line = 1;
+    let mut blocks = LineBlocks::new(file, BATCH_BYTES);
     loop {
-        let mut batch: Vec<String> = Vec::new();
-        let mut bytes = 0;
-        let mut error = None;
-        while batch.len() < BATCH_LINES && bytes < BATCH_BYTES {
-            match lines.next() {
-                None => break,
-                Some(Ok(line)) => {
-                    bytes += line.len() + 1;
-                    batch.push(line);
-                }
-                Some(Err(e)) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        if batch.is_empty() && error.is_none() {
-            return;
-        }
-        let decoded = oloproof_traces::decode_json_lines(&batch, first_line, name);
-        first_line += batch.len();
+        let (decoded, error) = match blocks.next_block() {
+            Ok(None) => return,
+            Ok(Some(block)) => (
+                oloproof_traces::decode_json_lines(&block.lines, block.first_line, name),
+                None,
+            ),
+            Err(e) => (Vec::new(), Some(e)),
+        };
         let last = error.is_some();
         if tx.send((decoded, error)).is_err() || last {
             return;

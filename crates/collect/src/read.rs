@@ -89,10 +89,10 @@ pub fn collected_traffic(
     use oloproof_traces::assemble::{AssembleOptions, Assembler};
     let mut assembler = Assembler::new(AssembleOptions::default(), corpus);
     let mut out = CollectedTraffic::default();
-    let push = |records: Vec<serde_json::Value>, text: &mut String| {
+    let push = |records: Vec<oloproof_traces::RecordLine>, text: &mut String| {
         for r in records {
-            text.push_str(&r.to_string());
-            text.push('\n');
+            // The assembler writes JSON text: valid UTF-8 by construction.
+            text.push_str(&String::from_utf8_lossy(&r.json));
         }
     };
     for_each_collected(store, 0, |_, decoded| -> StoreResult<()> {

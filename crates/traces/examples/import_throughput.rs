@@ -1,5 +1,5 @@
-//! The work of `oloproof import` on an OTLP JSON Lines file, without the CLI: read in batches of
-//! lines, decode them (on every core, or on one with `--serial`), assemble and write the trace
+//! The work of `oloproof import` on an OTLP JSON Lines file, without the CLI: read in blocks of
+//! whole lines, decode them (on every core, or on one with `--serial`), assemble and write the trace
 //! records (to `OUT`, or counted and dropped). A cheap release build for bench/import.sh's
 //! measurements (the CLI's release build takes long):
 //!
@@ -9,11 +9,16 @@
 //!
 //! Prints the spans read, the records written and the wall time.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::time::Instant;
 
+use oloproof_traces::lines::LineBlocks;
 use oloproof_traces::span::{Decoded, Location};
 use oloproof_traces::{AssembleOptions, Assembler};
+
+/// The CLI's allocator, so that the example measures what `oloproof import` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[allow(clippy::print_stdout)]
 fn main() -> std::io::Result<()> {
@@ -30,10 +35,9 @@ fn main() -> std::io::Result<()> {
         None => Box::new(std::io::sink()),
     };
     let mut assembler = Assembler::new(AssembleOptions::default(), None);
-    let write = |records: Vec<serde_json::Value>, sink: &mut Box<dyn Write>| {
+    let write = |records: Vec<oloproof_traces::RecordLine>, sink: &mut Box<dyn Write>| {
         for r in records {
-            serde_json::to_writer(&mut *sink, &r)?;
-            sink.write_all(b"\n")?;
+            sink.write_all(&r.json)?;
         }
         std::io::Result::Ok(())
     };
@@ -44,33 +48,21 @@ fn main() -> std::io::Result<()> {
     std::thread::scope(|scope| -> std::io::Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<Decoded>>>(1);
         scope.spawn(move || {
-            let mut lines = BufReader::with_capacity(1 << 20, file).lines();
-            let mut first_line = 1;
+            let mut blocks = LineBlocks::new(file, 1 << 20);
             loop {
-                let mut batch = Vec::new();
-                let mut bytes = 0;
-                while batch.len() < 4096 && bytes < 1 << 20 {
-                    match lines.next() {
-                        None => break,
-                        Some(Ok(line)) => {
-                            bytes += line.len() + 1;
-                            batch.push(line);
-                        }
-                        Some(Err(e)) => {
-                            let _ = tx.send(Err(e));
-                            return;
-                        }
+                let block = match blocks.next_block() {
+                    Ok(Some(block)) => block,
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
                     }
-                }
-                if batch.is_empty() {
-                    return;
-                }
-                let decoded = if serial {
-                    decode_serial(&batch, first_line, &name)
-                } else {
-                    oloproof_traces::decode_json_lines(&batch, first_line, &name)
                 };
-                first_line += batch.len();
+                let decoded = if serial {
+                    decode_serial(&block.lines, block.first_line, &name)
+                } else {
+                    oloproof_traces::decode_json_lines(&block.lines, block.first_line, &name)
+                };
                 if tx.send(Ok(decoded)).is_err() {
                     return;
                 }
@@ -102,7 +94,7 @@ fn main() -> std::io::Result<()> {
 }
 
 /// The lines decoded on this thread alone.
-fn decode_serial(lines: &[String], first_line: usize, file: &str) -> Vec<Decoded> {
+fn decode_serial(lines: &[&str], first_line: usize, file: &str) -> Vec<Decoded> {
     lines
         .iter()
         .enumerate()

@@ -47,14 +47,20 @@
 //! input is kept under the root; a second span with the same id is dropped; a span that ends
 //! before it starts is kept with its latency unknown.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+// foldhash: these maps are keyed by trace and span ids, hashed for every span read; std's
+// SipHash was ~4 % of an import. foldhash is seeded per process, as std's hasher is.
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use oloproof_core::corpus::Corpus;
 use oloproof_core::production::{Feedback, Production, ProductionError};
 use serde_json::{json, Map, Value};
 
 use crate::conventions::{self, Document, IoValue, Notes, Role};
+use crate::json_out::{write_json, Array, Object};
 use crate::problems::{ImportSummary, Problem};
 use crate::span::{Decoded, Span, TraceFeedback};
 
@@ -81,6 +87,8 @@ struct Pending {
     spans: Vec<Span>,
     /// The span count at which the trace was last seen complete.
     complete_at: Option<u64>,
+    /// The last [`Assembler::step`] that added a span to it (the steps are numbered from 1).
+    touched_in: u64,
 }
 
 /// Groups spans into traces and writes one record per trace (see the module doc).
@@ -95,6 +103,8 @@ pub struct Assembler<'c> {
     written: WrittenIds,
     feedback: HashMap<String, Vec<Feedback>>,
     seen: u64,
+    /// Reader outputs taken so far ([`Assembler::step`]s).
+    steps: u64,
     summary: ImportSummary,
 }
 
@@ -110,12 +120,13 @@ impl<'c> Assembler<'c> {
             written: WrittenIds::default(),
             feedback: HashMap::new(),
             seen: 0,
+            steps: 0,
             summary: ImportSummary::default(),
         }
     }
 
     /// Takes one reader's output; returns the records that are complete.
-    pub fn push(&mut self, decoded: Decoded) -> Vec<Value> {
+    pub fn push(&mut self, decoded: Decoded) -> Vec<RecordLine> {
         let (before, taken) = self.step(decoded);
         self.summary.merge(before);
         let mut out = Vec::with_capacity(taken.len());
@@ -130,7 +141,7 @@ impl<'c> Assembler<'c> {
     /// [`Assembler::push`] of each reader output of `batch` in turn, the records built on
     /// every core (rayon's pool): the same records in the same order, and the same accounting
     /// (each record's problems counted, and located, where `push` would have).
-    pub fn push_batch(&mut self, batch: Vec<Decoded>) -> Vec<Value> {
+    pub fn push_batch(&mut self, batch: Vec<Decoded>) -> Vec<RecordLine> {
         let mut steps = Vec::with_capacity(batch.len());
         let mut taken = Vec::new();
         for decoded in batch {
@@ -143,7 +154,7 @@ impl<'c> Assembler<'c> {
 
     /// Writes every trace left (incomplete ones too, their problems counted) and returns the
     /// records with the import's accounting.
-    pub fn finish(mut self) -> (Vec<Value>, ImportSummary) {
+    pub fn finish(mut self) -> (Vec<RecordLine>, ImportSummary) {
         let ids: Vec<String> = self
             .arrival
             .iter()
@@ -172,8 +183,8 @@ impl<'c> Assembler<'c> {
         {
             self.feedback.entry(trace_id).or_default().push(feedback);
         }
+        self.steps += 1;
         let mut touched: Vec<String> = Vec::new();
-        let mut touched_set: HashSet<String> = HashSet::new();
         for span in decoded.spans {
             self.seen += 1;
             if self.written.contains(&span.trace_id) {
@@ -194,7 +205,8 @@ impl<'c> Assembler<'c> {
                     self.pending.entry(span.trace_id.clone()).or_default()
                 }
             };
-            if touched_set.insert(span.trace_id.clone()) {
+            if pending.touched_in != self.steps {
+                pending.touched_in = self.steps;
                 touched.push(span.trace_id.clone());
             }
             pending.spans.push(span);
@@ -228,10 +240,14 @@ impl<'c> Assembler<'c> {
 
     /// Builds `taken`'s records on every core; `steps` says, in order, the accounting to add
     /// and then how many of the records follow it.
-    fn build_all(&mut self, steps: Vec<(ImportSummary, usize)>, taken: Vec<Taken>) -> Vec<Value> {
+    fn build_all(
+        &mut self,
+        steps: Vec<(ImportSummary, usize)>,
+        taken: Vec<Taken>,
+    ) -> Vec<RecordLine> {
         use rayon::prelude::*;
         let (corpus, source) = (self.corpus, self.options.source.as_str());
-        let built: Vec<(Value, ImportSummary)> = taken
+        let built: Vec<(RecordLine, ImportSummary)> = taken
             .into_par_iter()
             .with_min_len(4)
             .map(|t| t.build(corpus, source))
@@ -278,7 +294,7 @@ struct Taken {
 
 impl Taken {
     /// The record, and the accounting of its spans and problems.
-    fn build(self, corpus: Option<&Corpus>, source: &str) -> (Value, ImportSummary) {
+    fn build(self, corpus: Option<&Corpus>, source: &str) -> (RecordLine, ImportSummary) {
         let mut summary = ImportSummary::default();
         let record = build(
             &self.id,
@@ -353,7 +369,7 @@ fn build(
     corpus: Option<&Corpus>,
     source: &str,
     summary: &mut ImportSummary,
-) -> Value {
+) -> RecordLine {
     // Duplicates: the first span with an id is kept.
     let mut first_of: HashMap<&str, usize> = HashMap::with_capacity(spans.len());
     let mut duplicates: Vec<(usize, usize)> = Vec::new();
@@ -467,8 +483,6 @@ fn build(
         .collect();
 
     let mut not_recorded: Vec<&str> = Vec::new();
-    let mut record = Map::new();
-    record.insert("id".into(), Value::String(trace_id.to_string()));
 
     // The question.
     let mut n = Notes::new();
@@ -486,24 +500,24 @@ fn build(
         .as_ref()
         .and_then(|v| v.text(&["question", "query", "input"]))
         .map(str::to_string);
-    let input_obj = match &input {
+    let mut input_json = Vec::new();
+    match &input {
         None => {
             not_recorded.push("input");
-            Map::new()
+            Object::begin(&mut input_json).end();
         }
-        Some(IoValue::Json(Value::Object(o))) => o.clone(),
+        Some(IoValue::Json(Value::Object(o))) => write_json(&mut input_json, o),
         Some(IoValue::Text(t)) | Some(IoValue::Json(Value::String(t))) => {
-            let mut m = Map::new();
-            m.insert("question".into(), Value::String(t.clone()));
-            m
+            let mut m = Object::begin(&mut input_json);
+            m.value("question", t);
+            m.end();
         }
         Some(IoValue::Json(other)) => {
-            let mut m = Map::new();
-            m.insert("input".into(), other.clone());
-            m
+            let mut m = Object::begin(&mut input_json);
+            m.value("input", other);
+            m.end();
         }
-    };
-    record.insert("input".into(), Value::Object(input_obj));
+    }
 
     // Segments.
     let mut metadata = Map::new();
@@ -516,22 +530,21 @@ fn build(
         }
         keep(&mut notes, i, n);
     }
-    if !metadata.is_empty() {
-        record.insert("metadata".into(), Value::Object(metadata));
-    }
 
-    // Retrievals.
+    // Retrievals. A list of passages is written once, as its JSON array.
     let passages = |docs: Vec<Document>,
                     span: usize,
                     notes: &mut Vec<(usize, Notes)>|
-     -> (Vec<Value>, bool) {
+     -> PassageList {
         let mut all_text = true;
-        let mut out = Vec::new();
+        let mut len = 0;
+        let mut json = Vec::new();
+        let mut list = Array::begin(&mut json);
         let mut n = Notes::new();
         for (rank, d) in docs.into_iter().enumerate() {
             let doc_id = match (&d.id, &d.content) {
-                (Some(id), _) => id.clone(),
-                (None, Some(text)) => oloproof_core::dataset::stable_id(text),
+                (Some(id), _) => Cow::Borrowed(id.as_ref()),
+                (None, Some(text)) => Cow::Owned(oloproof_core::dataset::stable_id(text)),
                 (None, None) => {
                     n.push(format!(
                         "document {} has neither an id nor content: left out (the ranks after it move up)",
@@ -542,29 +555,37 @@ fn build(
             };
             let text = d
                 .content
-                .clone()
-                .or_else(|| corpus.and_then(|c| c.texts.get(&doc_id).cloned()));
+                .as_deref()
+                .or_else(|| corpus.and_then(|c| c.texts.get(doc_id.as_ref()).map(String::as_str)));
             all_text &= text.is_some();
-            let mut p = Map::new();
-            p.insert("doc_id".into(), Value::String(doc_id));
-            if let Some(s) = d.score {
-                p.insert("score".into(), json!(s));
-            }
-            if let Some(t) = text {
-                p.insert("text".into(), Value::String(t));
-            }
-            if let Some(m) = d.metadata {
-                p.insert("metadata".into(), Value::Object(m));
-            }
-            out.push(Value::Object(p));
+            len += 1;
+            list.object(|p| {
+                p.value("doc_id", doc_id.as_ref());
+                if let Some(s) = d.score {
+                    p.value("score", &s);
+                }
+                if let Some(t) = text {
+                    p.value("text", t);
+                }
+                if let Some(m) = &d.metadata {
+                    p.value("metadata", m.as_ref());
+                }
+            });
         }
+        list.end();
         if !n.is_empty() {
             notes.push((span, n));
         }
-        (out, all_text)
+        PassageList {
+            json,
+            len,
+            all_text,
+        }
     };
-    let mut lane_retrievals: Vec<Value> = Vec::new();
-    let mut lists: Vec<(Vec<Value>, bool, Option<String>)> = Vec::new();
+    let mut lane_retrievals = Vec::new();
+    let mut lanes = Array::begin(&mut lane_retrievals);
+    let mut any_lane = false;
+    let mut lists: Vec<(PassageList, Option<String>)> = Vec::new();
     let mut queries: Vec<String> = Vec::new();
     let mut retrieval_unrecorded = false;
     for &i in &retrievers {
@@ -583,28 +604,27 @@ fn build(
             retrieval_unrecorded = true;
             continue;
         };
-        let (candidates, all_text) = passages(docs, i, &mut notes);
-        let mut r = Map::new();
-        if let Some(q) = &query {
-            r.insert("query".into(), Value::String(q.clone()));
-        }
-        r.insert("depth".into(), json!(candidates.len()));
-        r.insert("candidates".into(), Value::Array(candidates.clone()));
-        let mut lane = Map::new();
-        if let Some(q) = &query {
-            lane.insert("query".into(), Value::String(q.clone()));
-        }
-        lane.insert("retrieval".into(), Value::Object(r));
-        if let Some(ms) = s.duration_ms() {
-            lane.insert("latency_ms".into(), json!(ms));
-        }
-        lane_retrievals.push(Value::Object(lane));
-        lists.push((candidates, all_text, query));
+        let candidates = passages(docs, i, &mut notes);
+        any_lane = true;
+        lanes.object(|lane| {
+            if let Some(q) = &query {
+                lane.value("query", q);
+            }
+            lane.object("retrieval", |r| {
+                write_retrieval(r, query.as_deref(), &candidates)
+            });
+            if let Some(ms) = s.duration_ms() {
+                lane.value("latency_ms", &ms);
+            }
+        });
+        lists.push((candidates, query));
     }
-    let mut pipeline = Map::new();
+    lanes.end();
+    let mut pipeline_json = Vec::new();
+    let mut pipeline = Object::begin(&mut pipeline_json);
     if let Some(q) = &question {
         if !retrievers.is_empty() {
-            pipeline.insert("question".into(), Value::String(q.clone()));
+            pipeline.value("question", q);
         }
     }
     // Rewrites: retrieval queries that differ from the question.
@@ -612,23 +632,23 @@ fn build(
         Some(q) => {
             let rewrites: Vec<&String> = queries.iter().filter(|r| *r != q).collect();
             if !rewrites.is_empty() {
-                let mut rw = Map::new();
-                rw.insert("queries".into(), json!(rewrites));
                 let usage = usage_of(&kept, &rewrite_llms, &mut notes);
-                if let Some(u) = usage {
-                    rw.insert("usage".into(), u);
-                }
-                pipeline.insert("rewrite".into(), Value::Object(rw));
+                pipeline.object("rewrite", |rw| {
+                    rw.value("queries", &rewrites);
+                    if let Some(u) = &usage {
+                        rw.value("usage", u);
+                    }
+                });
             }
         }
         None if !queries.is_empty() => not_recorded.push("pipeline.rewrite"),
         None => {}
     }
-    if !lane_retrievals.is_empty() {
-        pipeline.insert("retrievals".into(), Value::Array(lane_retrievals));
+    if any_lane {
+        pipeline.raw("retrievals", &lane_retrievals);
     }
     // Rerank, and the final list.
-    let mut final_list: Option<(Vec<Value>, bool, Option<String>)> = None;
+    let mut final_list: Option<(PassageList, Option<String>)> = None;
     if let Some(&i) = rerankers.last() {
         let s = &kept[i];
         let mut n = Notes::new();
@@ -640,28 +660,29 @@ fn build(
         keep(&mut notes, i, n);
         match input_docs {
             Some(docs) => {
-                let (pre, _) = passages(docs, i, &mut notes);
-                pipeline.insert("pre_rerank".into(), Value::Array(pre));
+                let pre = passages(docs, i, &mut notes);
+                pipeline.raw("pre_rerank", &pre.json);
             }
             None => not_recorded.push("pipeline.pre_rerank"),
         }
         if let Some(docs) = output_docs {
-            let (list, all_text) = passages(docs, i, &mut notes);
-            final_list = Some((list, all_text, query.or_else(|| question.clone())));
+            let list = passages(docs, i, &mut notes);
+            final_list = Some((list, query.or_else(|| question.clone())));
         }
     } else if lists.len() == 1 && !retrieval_unrecorded {
         final_list = lists.pop();
     }
+    let has_pipeline = !pipeline.is_empty();
+    pipeline.end();
+    let mut retrieval_json = None;
     match final_list {
-        Some((candidates, all_text, query)) => {
-            let mut r = Map::new();
-            if let Some(q) = query {
-                r.insert("query".into(), Value::String(q));
-            }
-            r.insert("depth".into(), json!(candidates.len()));
-            r.insert("candidates".into(), Value::Array(candidates));
-            record.insert("retrieval".into(), Value::Object(r));
-            if !all_text {
+        Some((candidates, query)) => {
+            let mut json = Vec::new();
+            let mut r = Object::begin(&mut json);
+            write_retrieval(&mut r, query.as_deref(), &candidates);
+            r.end();
+            retrieval_json = Some(json);
+            if !candidates.all_text {
                 not_recorded.extend(["retrieval.text", "context.text"]);
             }
         }
@@ -696,21 +717,16 @@ fn build(
         keep(&mut notes, i, n);
         out
     });
-    match answer {
-        Some(a) => {
-            record.insert("answer".into(), Value::String(a));
-        }
-        None => not_recorded.push("answer"),
+    if answer.is_none() {
+        not_recorded.push("answer");
     }
     // Spans carry no citations in either convention.
     not_recorded.push("citations");
 
     // Usage and time to first token of the generating call.
-    match generate.and_then(|i| usage_of(&kept, &[i], &mut notes)) {
-        Some(u) => {
-            record.insert("usage".into(), u);
-        }
-        None => not_recorded.push("usage"),
+    let usage = generate.and_then(|i| usage_of(&kept, &[i], &mut notes));
+    if usage.is_none() {
+        not_recorded.push("usage");
     }
     let ttft = generate.and_then(|i| {
         let mut n = Notes::new();
@@ -718,19 +734,12 @@ fn build(
         notes.push((i, n));
         t
     });
-    match ttft {
-        Some(ms) => {
-            record.insert("ttft_ms".into(), json!(ms));
-        }
-        None => not_recorded.push("ttft_ms"),
-    }
-
-    if !pipeline.is_empty() {
-        record.insert("pipeline".into(), Value::Object(pipeline));
+    if ttft.is_none() {
+        not_recorded.push("ttft_ms");
     }
 
     // Latency per stage.
-    let mut latency = Map::new();
+    let mut latency: Vec<(&str, f64)> = Vec::new();
     let gen_spans: Vec<usize> = generate.into_iter().collect();
     for (stage, spans, key) in [
         ("rewrite", &rewrite_llms, "latency_ms.rewrite"),
@@ -742,20 +751,13 @@ fn build(
             continue;
         }
         match window_ms(&kept, spans) {
-            Some(ms) => {
-                latency.insert(stage.into(), json!(ms));
-            }
+            Some(ms) => latency.push((stage, ms)),
             None => not_recorded.push(key),
         }
     }
     match root.duration_ms() {
-        Some(ms) => {
-            latency.insert("total".into(), json!(ms));
-        }
+        Some(ms) => latency.push(("total", ms)),
         None => not_recorded.push("latency_ms.total"),
-    }
-    if !latency.is_empty() {
-        record.insert("latency_ms".into(), Value::Object(latency));
     }
 
     // Production.
@@ -787,18 +789,51 @@ fn build(
             message,
             span_id: Some(s.span_id.clone()),
         });
+    let not_recorded: Vec<String> = not_recorded.iter().map(|s| s.to_string()).collect();
     let production = Production {
         trace_id: Some(trace_id.to_string()),
         timestamp,
         source: Some(source.to_string()),
         feedback,
-        not_recorded: not_recorded.iter().map(|s| s.to_string()).collect(),
+        not_recorded,
         error,
     };
-    record.insert(
-        "production".into(),
-        serde_json::to_value(&production).unwrap_or(Value::Null),
+
+    // The record, its keys in this order.
+    let mut json = Vec::with_capacity(
+        input_json.len() + pipeline_json.len() + retrieval_json.as_ref().map_or(0, Vec::len) + 512,
     );
+    let mut record = Object::begin(&mut json);
+    record.value("id", trace_id);
+    record.raw("input", &input_json);
+    if !metadata.is_empty() {
+        record.value("metadata", &metadata);
+    }
+    if let Some(r) = &retrieval_json {
+        record.raw("retrieval", r);
+    }
+    if let Some(a) = &answer {
+        record.value("answer", a);
+    }
+    if let Some(u) = &usage {
+        record.value("usage", u);
+    }
+    if let Some(ms) = ttft {
+        record.value("ttft_ms", &ms);
+    }
+    if has_pipeline {
+        record.raw("pipeline", &pipeline_json);
+    }
+    if !latency.is_empty() {
+        record.object("latency_ms", |l| {
+            for (stage, ms) in &latency {
+                l.value(stage, ms);
+            }
+        });
+    }
+    record.value("production", &production);
+    record.end();
+    json.push(b'\n');
 
     // Notes: one problem per wrong value, at its span.
     let mut by_span: BTreeMap<usize, Vec<String>> = BTreeMap::new();
@@ -815,7 +850,10 @@ fn build(
             });
         }
     }
-    Value::Object(record)
+    RecordLine {
+        json,
+        not_recorded: production.not_recorded,
+    }
 }
 
 /// Keeps the notes `n` of span `i`.
@@ -909,30 +947,34 @@ pub struct RecordLine {
     pub not_recorded: Vec<String>,
 }
 
-/// Each record as its JSON line (`serde_json`'s compact form and `\n`, as
-/// `serde_json::to_writer` writes it) with its `production.not_recorded` fields, serialized
-/// and dropped on every core (rayon's pool), in order.
-pub fn record_lines(records: Vec<Value>) -> serde_json::Result<Vec<RecordLine>> {
-    use rayon::prelude::*;
-    records
-        .into_par_iter()
-        .with_min_len(16)
-        .map(|record| {
-            let mut json = serde_json::to_vec(&record)?;
-            json.push(b'\n');
-            let not_recorded = record["production"]["not_recorded"]
-                .as_array()
-                .map(|fields| {
-                    fields
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok(RecordLine { json, not_recorded })
-        })
-        .collect()
+impl RecordLine {
+    /// The record as a JSON value (parsed from [`RecordLine::json`]; for readers that work
+    /// on values, such as tests).
+    ///
+    /// # Errors
+    ///
+    /// Never for a line the assembler wrote; `serde_json`'s error for any other bytes.
+    pub fn value(&self) -> serde_json::Result<Value> {
+        serde_json::from_slice(&self.json)
+    }
+}
+
+/// A list of passages written as its JSON array, with its length and whether every passage
+/// has its text.
+struct PassageList {
+    json: Vec<u8>,
+    len: usize,
+    all_text: bool,
+}
+
+/// The keys of a retrieval object: `query` (when known), `depth` (the list's length) and
+/// `candidates`.
+fn write_retrieval(r: &mut Object<'_>, query: Option<&str>, list: &PassageList) {
+    if let Some(q) = query {
+        r.value("query", q);
+    }
+    r.value("depth", &list.len);
+    r.raw("candidates", &list.json);
 }
 
 #[cfg(test)]
@@ -1048,7 +1090,21 @@ mod tests {
         assert!(early.is_empty(), "held for the grace window");
         let (mut records, summary) = a.finish();
         assert_eq!(records.len(), 1);
-        (records.remove(0), summary)
+        let line = records.remove(0);
+        let record = line.value().unwrap();
+        // Written straight to JSON: byte for byte what serde_json writes for the same value.
+        let mut expected = serde_json::to_vec(&record).unwrap();
+        expected.push(b'\n');
+        assert_eq!(
+            String::from_utf8(line.json.clone()).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+        assert_eq!(
+            json!(line.not_recorded),
+            record["production"]["not_recorded"],
+            "not_recorded is the record's"
+        );
+        (record, summary)
     }
 
     #[test]
@@ -1266,7 +1322,7 @@ mod tests {
         other.trace_id = "1af7651916cd43dd8448eb211c80319c".into();
         let written = a.push(batch(vec![other]));
         assert_eq!(written.len(), 1, "one span later the first trace is out");
-        assert_eq!(written[0]["id"], json!(T));
+        assert_eq!(written[0].value().unwrap()["id"], json!(T));
         let mut late = rag_spans().remove(1);
         late.span_id = "00000000000000aa".into();
         assert_eq!(
@@ -1279,27 +1335,6 @@ mod tests {
         assert_eq!(summary.spans_dropped["late_span"], 1);
         assert_eq!(summary.records, 2);
         assert!(summary.adds_up(), "{summary:?}");
-    }
-
-    #[test]
-    fn record_lines_are_what_to_writer_writes_in_order() {
-        let records: Vec<Value> = (0..200)
-            .map(|i| {
-                json!({"id": format!("t{i}"), "text": "a \"quoted\" é",
-                       "production": {"not_recorded": if i % 3 == 0 { json!(["answer", "retrieval"]) } else { json!([]) }}})
-            })
-            .collect();
-        let mut expected = Vec::new();
-        for r in &records {
-            serde_json::to_writer(&mut expected, r).unwrap();
-            expected.push(b'\n');
-        }
-        let lines = record_lines(records).unwrap();
-        assert_eq!(lines.len(), 200);
-        let joined: Vec<u8> = lines.iter().flat_map(|l| l.json.iter().copied()).collect();
-        assert_eq!(joined, expected);
-        assert_eq!(lines[3].not_recorded, ["answer", "retrieval"]);
-        assert!(lines[4].not_recorded.is_empty());
     }
 
     #[test]

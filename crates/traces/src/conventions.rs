@@ -31,6 +31,7 @@
 //! Nothing is guessed: a value of the wrong type (a token count that is a word) is a note
 //! (`wrong_attribute_type`) and the value counts as not recorded.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use oloproof_core::production::Feedback;
@@ -83,17 +84,24 @@ impl Role {
 /// ≤ 1.36 `gen_ai.system` (set on model calls only).
 pub fn role(span: &Span) -> Role {
     if let Some(kind) = span.str_attr("openinference.span.kind") {
-        match kind.to_ascii_uppercase().as_str() {
-            "CHAIN" => return Role::Chain,
-            "RETRIEVER" => return Role::Retriever,
-            "RERANKER" => return Role::Reranker,
-            "LLM" => return Role::Llm,
-            "EMBEDDING" => return Role::Embedding,
-            "TOOL" => return Role::Tool,
-            "AGENT" => return Role::Agent,
-            "GUARDRAIL" => return Role::Guardrail,
-            "EVALUATOR" => return Role::Evaluator,
-            _ => {}
+        // Any case (`retriever` too), compared without an upper-cased copy: called for every
+        // span of an import.
+        const KINDS: [(&str, Role); 9] = [
+            ("CHAIN", Role::Chain),
+            ("RETRIEVER", Role::Retriever),
+            ("RERANKER", Role::Reranker),
+            ("LLM", Role::Llm),
+            ("EMBEDDING", Role::Embedding),
+            ("TOOL", Role::Tool),
+            ("AGENT", Role::Agent),
+            ("GUARDRAIL", Role::Guardrail),
+            ("EVALUATOR", Role::Evaluator),
+        ];
+        if let Some((_, role)) = KINDS
+            .iter()
+            .find(|(name, _)| kind.eq_ignore_ascii_case(name))
+        {
+            return *role;
         }
     }
     if let Some(op) = span.str_attr("gen_ai.operation.name") {
@@ -118,17 +126,30 @@ pub fn role(span: &Span) -> Role {
 /// `wrong_attribute_type` problem at the span's location).
 pub type Notes = Vec<String>;
 
-/// One document a retrieval or rerank returned, in rank order.
+/// One document a retrieval or rerank returned, in rank order: its fields borrowed from the
+/// span's attributes where they are there as such (an import reads millions of documents).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Document {
+pub struct Document<'a> {
     /// `document.id` (a number is written as its decimal text).
-    pub id: Option<String>,
+    pub id: Option<Cow<'a, str>>,
     /// `document.content`.
-    pub content: Option<String>,
+    pub content: Option<Cow<'a, str>>,
     /// `document.score`.
     pub score: Option<f64>,
     /// `document.metadata` (a JSON object, or a JSON string of one).
-    pub metadata: Option<Map<String, Value>>,
+    pub metadata: Option<Cow<'a, Map<String, Value>>>,
+}
+
+impl Document<'_> {
+    /// The document owning its fields.
+    pub fn into_owned(self) -> Document<'static> {
+        Document {
+            id: self.id.map(|c| Cow::Owned(c.into_owned())),
+            content: self.content.map(|c| Cow::Owned(c.into_owned())),
+            score: self.score,
+            metadata: self.metadata.map(|c| Cow::Owned(c.into_owned())),
+        }
+    }
 }
 
 /// The documents under an OpenInference list prefix (`retrieval.documents`,
@@ -136,11 +157,11 @@ pub struct Document {
 /// (ranks are index + 1); `None` when the span has none. Both the flattened form
 /// (`retrieval.documents.0.document.id`) and a list of objects under the prefix itself are
 /// read.
-pub fn openinference_documents(
-    span: &Span,
+pub fn openinference_documents<'a>(
+    span: &'a Span,
     prefix: &str,
     notes: &mut Notes,
-) -> Option<Vec<Document>> {
+) -> Option<Vec<Document<'a>>> {
     if let Some(Value::Array(items)) = span.attributes.get(prefix) {
         let docs = items
             .iter()
@@ -152,7 +173,7 @@ pub fn openinference_documents(
                     get("content"),
                     get("score"),
                     get("metadata"),
-                    &format!("{prefix}.{i}"),
+                    || format!("{prefix}.{i}"),
                     notes,
                 )
             })
@@ -186,7 +207,7 @@ pub fn openinference_documents(
                     fields.get("content").copied(),
                     fields.get("score").copied(),
                     fields.get("metadata").copied(),
-                    &format!("{prefix}.{i}.document"),
+                    || format!("{prefix}.{i}.document"),
                     notes,
                 )
             })
@@ -196,7 +217,7 @@ pub fn openinference_documents(
 
 /// The documents of `gen_ai.retrieval.documents` (`[{id, score, content?, metadata?}]`,
 /// structured or as a JSON string), in order; `None` when absent.
-pub fn genai_documents(span: &Span, notes: &mut Notes) -> Option<Vec<Document>> {
+pub fn genai_documents(span: &Span, notes: &mut Notes) -> Option<Vec<Document<'static>>> {
     let key = "gen_ai.retrieval.documents";
     let items = match structured(span.attributes.get(key)?, key, notes)? {
         Value::Array(items) => items,
@@ -215,38 +236,42 @@ pub fn genai_documents(span: &Span, notes: &mut Notes) -> Option<Vec<Document>> 
                     d.get("content"),
                     d.get("score"),
                     d.get("metadata"),
-                    &format!("{key}[{i}]"),
+                    || format!("{key}[{i}]"),
                     notes,
                 )
+                .into_owned()
             })
             .collect(),
     )
 }
 
-fn document_of(
-    id: Option<&Value>,
-    content: Option<&Value>,
-    score: Option<&Value>,
-    metadata: Option<&Value>,
-    at: &str,
+/// One document from its fields; `at` names it in a note (formatted only when there is one:
+/// an import reads millions of documents).
+fn document_of<'a>(
+    id: Option<&'a Value>,
+    content: Option<&'a Value>,
+    score: Option<&'a Value>,
+    metadata: Option<&'a Value>,
+    at: impl Fn() -> String,
     notes: &mut Notes,
-) -> Document {
+) -> Document<'a> {
     let id = match id {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(Cow::Borrowed(s.as_str())),
+        Some(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
         Some(other) => {
             notes.push(format!(
-                "`{at}.id` must be a string or an integer, got {other}"
+                "`{}.id` must be a string or an integer, got {other}",
+                at()
             ));
             None
         }
     };
     let content = match content {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(Cow::Borrowed(s.as_str())),
         Some(other) => {
-            notes.push(format!("`{at}.content` must be a string, got {other}"));
+            notes.push(format!("`{}.content` must be a string, got {other}", at()));
             None
         }
     };
@@ -255,24 +280,28 @@ fn document_of(
         Some(v) => match number(v) {
             Some(x) => Some(x),
             None => {
-                notes.push(format!("`{at}.score` must be a number, got {v}"));
+                notes.push(format!("`{}.score` must be a number, got {v}", at()));
                 None
             }
         },
     };
     let metadata = match metadata {
         None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m.clone()),
+        Some(Value::Object(m)) => Some(Cow::Borrowed(m)),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(m)) => Some(m),
+            Ok(Value::Object(m)) => Some(Cow::Owned(m)),
             _ => {
-                notes.push(format!("`{at}.metadata` must be a JSON object, got {s:?}"));
+                notes.push(format!(
+                    "`{}.metadata` must be a JSON object, got {s:?}",
+                    at()
+                ));
                 None
             }
         },
         Some(other) => {
             notes.push(format!(
-                "`{at}.metadata` must be a JSON object, got {other}"
+                "`{}.metadata` must be a JSON object, got {other}",
+                at()
             ));
             None
         }

@@ -29,9 +29,10 @@
 //! let mut assembler = Assembler::new(AssembleOptions::default(), None);
 //! assembler.push(decoded);
 //! let (records, summary) = assembler.finish();
-//! assert_eq!(records[0]["answer"], "14 days.");
-//! assert_eq!(records[0]["latency_ms"]["total"], 400.0);
-//! assert!(records[0]["production"]["not_recorded"].as_array().unwrap().contains(&"retrieval".into()));
+//! let record = records[0].value().unwrap(); // records[0].json is its JSON Lines line
+//! assert_eq!(record["answer"], "14 days.");
+//! assert_eq!(record["latency_ms"]["total"], 400.0);
+//! assert!(records[0].not_recorded.contains(&"retrieval".to_string()));
 //! assert!(summary.adds_up());
 //! ```
 
@@ -40,14 +41,16 @@
 pub mod assemble;
 pub mod conventions;
 pub mod error;
+mod json_out;
 pub mod langfuse;
+pub mod lines;
 pub mod otlp;
 pub mod phoenix;
 pub mod problems;
 pub mod span;
 pub mod timestamp;
 
-pub use assemble::{record_lines, AssembleOptions, Assembler, RecordLine};
+pub use assemble::{AssembleOptions, Assembler, RecordLine};
 pub use error::RequestError;
 pub use otlp::{
     decode_json_document, decode_json_line, decode_json_lines, decode_protobuf, decode_request,

@@ -106,7 +106,11 @@ fn decode_json_line_value(line: &str, at: &Location, out: &mut Decoded) {
 /// `file`, each as [`decode_json_line`] reads it, on every core (rayon's pool): one
 /// [`Decoded`] per line, in line order, so what follows (the assembler) sees exactly what a
 /// line-by-line read gives.
-pub fn decode_json_lines(lines: &[String], first_line: usize, file: &str) -> Vec<Decoded> {
+pub fn decode_json_lines<S: AsRef<str> + Sync>(
+    lines: &[S],
+    first_line: usize,
+    file: &str,
+) -> Vec<Decoded> {
     use rayon::prelude::*;
     lines
         .par_iter()
@@ -118,7 +122,7 @@ pub fn decode_json_lines(lines: &[String], first_line: usize, file: &str) -> Vec
                 byte_offset: None,
             };
             let mut out = Decoded::default();
-            decode_json_line(line, &at, &mut out);
+            decode_json_line(line.as_ref(), &at, &mut out);
             out
         })
         .collect()

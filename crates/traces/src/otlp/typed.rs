@@ -118,11 +118,14 @@ impl<'de> Deserialize<'de> for Attributes {
                 f.write_str("a list of KeyValue")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Attributes, A::Error> {
-                let mut out = BTreeMap::new();
+                let mut pairs = Vec::with_capacity(seq.size_hint().unwrap_or(8));
                 while let Some(kv) = seq.next_element::<KeyValue>()? {
-                    out.insert(kv.key.0.into_owned(), kv.value);
+                    pairs.push((kv.key.0.into_owned(), kv.value));
                 }
-                Ok(Attributes(out))
+                // Built at once from the pairs sorted by key (a stable sort, and the last of
+                // equal keys kept: what inserting them in order gives), with fewer key
+                // comparisons and node allocations than one insert at a time.
+                Ok(Attributes(pairs.into_iter().collect()))
             }
         }
         d.deserialize_seq(V)
