@@ -40,7 +40,10 @@
 //! 16 bytes per OTLP trace written (its id, to know a late span). A span arriving for a trace
 //! already written is dropped as `late_span`. [`Assembler::finish`] writes what is left.
 //! [`Assembler::push_batch`] takes many reader outputs at once and builds their records on
-//! every core, with the same records, order and accounting as `push` one at a time.
+//! every core, with the same records, order and accounting as `push` one at a time. A record
+//! comes out as its JSON Lines line ([`RecordLine`]), written straight from the spans (no
+//! `serde_json::Value` tree in between; the bytes are what `serde_json` writes for the same
+//! value).
 //!
 //! Problems (each counted; `missing_parent`, `extra_root` and `end_before_start` keep the
 //! span; `duplicate_span_id` and `late_span` drop it): a span whose parent is not in the
