@@ -110,17 +110,17 @@ pub(crate) struct BadWord {
 }
 
 impl BadWord {
-    /// A located error for this value in `line` (line `line_no` of `text`, file `path`).
-    pub(crate) fn error(&self, path: &str, text: &str, line_no: usize, line: &str) -> SourceError {
+    /// A located error for this value in `line` (line `line_no` of file `path`).
+    pub(crate) fn error(&self, path: &str, line_no: usize, line: &str) -> SourceError {
         let needle = format!("\"{}\"", self.value);
         let col = line
             .find(&needle)
             .map(|b| line[..b].chars().count() + 1)
             .unwrap_or_else(|| first_col(line));
         let field = self.key_path.rsplit('.').next().unwrap_or(&self.key_path);
-        let mut err = SourceError::at(
+        let mut err = SourceError::at_line(
             path,
-            text,
+            line,
             line_no,
             col,
             self.value.chars().count() + 2,
@@ -296,9 +296,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
         let value: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     e.column().max(1),
                     1,
@@ -310,9 +310,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
             }
         };
         let Value::Object(obj) = &value else {
-            errors.push(SourceError::at(
+            errors.push(SourceError::at_line(
                 path,
-                text,
+                line,
                 line_no,
                 first_col(line),
                 1,
@@ -322,9 +322,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
         };
         if let Some(unknown) = obj.keys().find(|k| !CASE_KEYS.contains(&k.as_str())) {
             let col = key_column(line, unknown);
-            let mut err = SourceError::at(
+            let mut err = SourceError::at_line(
                 path,
-                text,
+                line,
                 line_no,
                 col,
                 unknown.chars().count() + 2,
@@ -340,7 +340,7 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
         match obj.get("id") {
             None => {
                 let mut err =
-                    SourceError::at(path, text, line_no, first_col(line), 1, "missing `id`");
+                    SourceError::at_line(path, line, line_no, first_col(line), 1, "missing `id`");
                 err.key_path = Some("id".to_string());
                 err.help = Some("give every case a unique string id".to_string());
                 errors.push(err);
@@ -348,9 +348,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
             }
             Some(Value::String(s)) if !s.is_empty() => {}
             Some(_) => {
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     key_column(line, "id"),
                     4,
@@ -367,9 +367,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
                 .filter(|k| !EXPECTED_KEYS.contains(&k.as_str()))
                 .find_map(|k| did_you_mean(k, EXPECTED_KEYS.iter().copied()).map(|n| (k, n)))
             {
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     key_column(line, key),
                     key.chars().count() + 2,
@@ -397,8 +397,14 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
                         format!("use one of {}", CASE_STATUSES.join(", ")),
                     )
                 };
-                let mut err =
-                    SourceError::at(path, text, line_no, key_column(line, "status"), 8, message);
+                let mut err = SourceError::at_line(
+                    path,
+                    line,
+                    line_no,
+                    key_column(line, "status"),
+                    8,
+                    message,
+                );
                 err.key_path = Some("status".to_string());
                 err.help = Some(help);
                 errors.push(err);
@@ -416,7 +422,7 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
             continue;
         };
         if let Some(bad) = check_rubrex_words(obj) {
-            errors.push(bad.error(path, text, line_no, line));
+            errors.push(bad.error(path, line_no, line));
             continue;
         }
         match serde_path_to_error::deserialize::<_, Case>(&value) {
@@ -443,9 +449,9 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
                 } else {
                     key_column(line, &target)
                 };
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     col,
                     target.chars().count() + 2,
@@ -485,12 +491,18 @@ pub fn parse_cases(path: &str, text: &str) -> Result<Vec<Case>, Vec<SourceError>
             first_seen.insert(&case.id, *line);
         }
     }
+    // The text of every line, read once when there are duplicates to point at.
+    let all_lines: Vec<&str> = if dup_lines.is_empty() {
+        Vec::new()
+    } else {
+        text.lines().collect()
+    };
     for (id, lines) in &dup_lines {
         for &line in &lines[1..] {
-            let src = text.lines().nth(line - 1).unwrap_or("");
-            let mut err = SourceError::at(
+            let src = all_lines.get(line - 1).copied().unwrap_or("");
+            let mut err = SourceError::at_line(
                 path,
-                text,
+                src,
                 line,
                 value_column(src, "id"),
                 id.chars().count() + 2,

@@ -41,9 +41,9 @@ impl Corpus {
             let value: Value = match serde_json::from_str(line) {
                 Ok(v) => v,
                 Err(e) => {
-                    let mut err = SourceError::at(
+                    let mut err = SourceError::at_line(
                         path,
-                        text,
+                        line,
                         line_no,
                         e.column().max(1),
                         1,
@@ -58,9 +58,9 @@ impl Corpus {
                 }
             };
             let Value::Object(mut obj) = value else {
-                errors.push(SourceError::at(
+                errors.push(SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     first_col(line),
                     1,
@@ -78,7 +78,7 @@ impl Corpus {
                             format!("`doc_id` must be a non-empty string, found {v}"),
                         ),
                     };
-                    let mut err = SourceError::at(path, text, line_no, col, 1, message);
+                    let mut err = SourceError::at_line(path, line, line_no, col, 1, message);
                     err.key_path = Some("doc_id".into());
                     err.help = Some("give every document its id, as the system returns it".into());
                     errors.push(err);
@@ -89,9 +89,9 @@ impl Corpus {
                 None | Some(Value::Null) => Map::new(),
                 Some(Value::Object(m)) => m,
                 Some(other) => {
-                    let mut err = SourceError::at(
+                    let mut err = SourceError::at_line(
                         path,
-                        text,
+                        line,
                         line_no,
                         key_column(line, "metadata"),
                         "metadata".len() + 2,
@@ -103,9 +103,9 @@ impl Corpus {
                 }
             };
             if let Some(previous) = first_line.insert(doc_id.clone(), line_no) {
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     key_column(line, "doc_id"),
                     "doc_id".len() + 2,

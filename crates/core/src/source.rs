@@ -48,10 +48,29 @@ pub struct SourceError {
 }
 
 impl SourceError {
-    /// An error at `line:column` of `path`, with the snippet taken from `text`.
+    /// An error at `line:column` of `path`, with the snippet taken from `text` (the whole
+    /// file: finding the line reads the text up to it, so a reader that reports an error per
+    /// line uses [`SourceError::at_line`] with the line it holds).
     pub fn at(
         path: &str,
         text: &str,
+        line: usize,
+        column: usize,
+        width: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        let mut err = Self::at_line(path, "", line, column, width, message);
+        if let Origin::File { source_line, .. } = &mut err.origin {
+            *source_line = text.lines().nth(line.saturating_sub(1)).map(str::to_string);
+        }
+        err
+    }
+
+    /// An error at `line:column` of `path`, whose text is `source_line` (the snippet): what
+    /// [`SourceError::at`] gives for that line of the file, without looking for it.
+    pub fn at_line(
+        path: &str,
+        source_line: &str,
         line: usize,
         column: usize,
         width: usize,
@@ -63,7 +82,7 @@ impl SourceError {
                 path: path.to_string(),
                 line,
                 column,
-                source_line: text.lines().nth(line.saturating_sub(1)).map(str::to_string),
+                source_line: Some(source_line.to_string()),
                 width: width.max(1),
             },
             key_path: None,
@@ -504,6 +523,26 @@ pub fn decode_utf8(path: &str, bytes: Vec<u8>) -> Result<String, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_at_a_line_it_holds_is_the_error_at_that_line_of_the_file() {
+        let text = "first\r\n  second line\nthird";
+        for (i, line) in text.lines().enumerate() {
+            let by_file = SourceError::at("c.jsonl", text, i + 1, 3, 2, "bad");
+            let by_line = SourceError::at_line("c.jsonl", line, i + 1, 3, 2, "bad");
+            assert_eq!(by_file, by_line);
+            assert_eq!(by_line.to_string(), by_file.to_string());
+        }
+        // Past the end of the file there is no snippet.
+        let past = SourceError::at("c.jsonl", text, 9, 1, 1, "bad");
+        assert!(matches!(
+            past.origin,
+            Origin::File {
+                source_line: None,
+                ..
+            }
+        ));
+    }
 
     #[test]
     fn positions_of_keys_and_values() {
