@@ -374,7 +374,7 @@ fn jsonl_rows(
             rows.push(row(Map::new(), true));
             continue;
         }
-        match jsonl_object(path, text, line_no, line) {
+        match jsonl_object(path, line_no, line) {
             Ok(obj) => {
                 if rows.is_empty() && format.is_none() {
                     defer = is_trace_record(&obj);
@@ -399,10 +399,10 @@ fn looks_like_an_object(line: &str) -> bool {
     serde::de::IgnoredAny::deserialize(&mut de).is_ok() && de.end().is_ok()
 }
 
-/// The object of one JSON Lines record (line `line_no` of `text`), or its located error.
+/// The object of one JSON Lines record (`line`, line `line_no` of file `path`), or its
+/// located error.
 fn jsonl_object(
     path: &str,
-    text: &str,
     line_no: usize,
     line: &str,
 ) -> Result<Map<String, Value>, Box<SourceError>> {
@@ -410,9 +410,9 @@ fn jsonl_object(
     let rewritten = nonfinite::replace(line);
     match serde_json::from_str::<Value>(&rewritten.text) {
         Ok(Value::Object(obj)) => Ok(obj),
-        Ok(_) => Err(Box::new(SourceError::at(
+        Ok(_) => Err(Box::new(SourceError::at_line(
             path,
-            text,
+            line,
             line_no,
             first_col(line),
             1,
@@ -424,9 +424,9 @@ fn jsonl_object(
             let col = line
                 .get(..byte.min(line.len()))
                 .map_or(e.column(), |before| before.chars().count() + 1);
-            let mut err = SourceError::at(
+            let mut err = SourceError::at_line(
                 path,
-                text,
+                line,
                 line_no,
                 col.max(1),
                 1,
@@ -456,16 +456,20 @@ fn read_rows(
     let jsonl = encoding == DatasetEncoding::Jsonl;
     // Each line's text, by line number - 1: looked up per record (finding it with
     // `lines().nth` would read the file from its start for every record).
-    let line_texts: Vec<&str> = if jsonl {
-        text.lines().collect()
-    } else {
-        Vec::new()
-    };
+    // Every line's text, read once: the located errors below take their snippet from it
+    // (looking each up from the start of the file made a file with many bad records slow).
+    let line_texts: Vec<&str> = text.lines().collect();
     let line_text = |line: usize| -> &str {
         line.checked_sub(1)
             .and_then(|i| line_texts.get(i))
             .copied()
             .unwrap_or("")
+    };
+    let located = |line: usize, col: usize, width: usize, message: String| -> SourceError {
+        match line.checked_sub(1).and_then(|i| line_texts.get(i)) {
+            Some(src) => SourceError::at_line(path, src, line, col, width, message),
+            None => SourceError::at(path, text, line, col, width, message),
+        }
     };
     let total_rows = rows.len() + broken.len();
     let format = match options.format {
@@ -478,13 +482,11 @@ fn read_rows(
             }
             Some(r) => {
                 let line = line_text(r.line);
-                let mut err = SourceError::at(
-                    path,
-                    text,
+                let mut err = located(
                     r.line,
                     first_col(line),
                     1,
-                    "cannot tell the dataset format from the first record",
+                    "cannot tell the dataset format from the first record".to_string(),
                 );
                 err.expected = Some(
                     "a Ragas record (`user_input`, …) or a trace record (`input`, …)".to_string(),
@@ -515,13 +517,12 @@ fn read_rows(
         };
         if multi_turn && format == DatasetFormat::Ragas {
             let (line, col) = row.place("user_input");
-            let mut err = SourceError::at(
-                path,
-                text,
+            let mut err = located(
                 line,
                 if jsonl { key_column(line_text(line), "user_input") } else { col },
                 1,
-                "multi-turn sample (`user_input` is a list of messages): multi-turn evaluation is not supported",
+                "multi-turn sample (`user_input` is a list of messages): multi-turn evaluation is not supported"
+                    .to_string(),
             );
             err.key_path = Some("user_input".into());
             err.help = Some(
@@ -551,7 +552,7 @@ fn read_rows(
                 let (l, c) = places.get(key).copied().unwrap_or((line_no, row_col));
                 (l, c, 1)
             };
-            let mut err = SourceError::at(path, text, line, col, width, message);
+            let mut err = located(line, col, width, message);
             err.key_path = Some(key.to_string());
             err
         };
@@ -567,7 +568,7 @@ fn read_rows(
             format!("row-{}", row.number)
         };
         let obj = match row.deferred {
-            true => match jsonl_object(path, text, line_no, line_text) {
+            true => match jsonl_object(path, line_no, line_text) {
                 Ok(obj) => obj,
                 Err(err) => {
                     broken.push(*err);
@@ -613,9 +614,7 @@ fn read_rows(
     for (r, &(line_no, col)) in records.iter().zip(&lines) {
         if let Some(first) = seen.insert(r.case.id.as_str(), line_no) {
             let line = line_text(line_no);
-            let mut err = SourceError::at(
-                path,
-                text,
+            let mut err = located(
                 line_no,
                 if jsonl { key_column(line, "id") } else { col },
                 4,

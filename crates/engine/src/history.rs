@@ -190,9 +190,9 @@ pub fn parse_history(path: &str, text: &str) -> Result<Vec<HistoryEntry>, Vec<So
         match parsed {
             Ok(entry) => {
                 if entry_time_ms(&entry).is_none() {
-                    let mut err = SourceError::at(
+                    let mut err = SourceError::at_line(
                         path,
-                        text,
+                        line,
                         line_no,
                         value_column(line, "timestamp"),
                         entry.timestamp.chars().count() + 2,
@@ -235,9 +235,9 @@ pub fn parse_history(path: &str, text: &str) -> Result<Vec<HistoryEntry>, Vec<So
                     }
                     None => (inner.column().max(1), 1),
                 };
-                let mut err = SourceError::at(
+                let mut err = SourceError::at_line(
                     path,
-                    text,
+                    line,
                     line_no,
                     column,
                     width,
