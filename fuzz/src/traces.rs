@@ -36,8 +36,19 @@ fn assemble_and_check(decoded: Decoded, lines: usize, bytes: usize) {
     records.extend(rest);
     assert!(summary.adds_up(), "the summary does not add up: {summary:?}");
     assert_eq!(summary.records, records.len() as u64, "records counted");
-    for r in &records {
+    for line in &records {
+        // Each record is one JSON Lines line, written straight from the spans: it must parse,
+        // and say what its spans did not carry as its `not_recorded` does.
+        assert_eq!(line.json.last(), Some(&b'\n'), "a record line without its newline");
+        let r = line.value().unwrap_or_else(|e| {
+            panic!("a record that is not JSON ({e}): {}", String::from_utf8_lossy(&line.json))
+        });
         assert!(r.get("id").is_some_and(|id| id.is_string()), "a record without an id: {r}");
+        assert_eq!(
+            serde_json::json!(line.not_recorded),
+            r["production"]["not_recorded"],
+            "not_recorded is the record's: {r}"
+        );
     }
 }
 
