@@ -79,9 +79,19 @@ pub fn otlp_json(data: &[u8]) {
     assemble_and_check(decoded, n, data.len());
 }
 
-/// Binary OTLP (`ExportTraceServiceRequest`, requests appended).
+/// Binary OTLP (`ExportTraceServiceRequest`, requests appended), then the same bytes as a
+/// file in any layout (`decode_protobuf_file`: size-prefixed or delimited messages, zstd or
+/// gzip), whose problems inside a decompressed message are located in that message.
 pub fn otlp_protobuf(data: &[u8]) {
     let decoded = oloproof_traces::decode_protobuf(data, FILE);
+    assemble_and_check(decoded, 0, data.len());
+    let mut decoded = oloproof_traces::decode_protobuf_file(data, FILE);
+    for p in &mut decoded.summary.first {
+        if p.at.file != FILE {
+            p.at.byte_offset = None;
+            p.at.line = None;
+        }
+    }
     assemble_and_check(decoded, 0, data.len());
 }
 

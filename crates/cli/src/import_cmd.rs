@@ -12,8 +12,12 @@
 //! not the file. Batches of lines (up to 1 MiB) are read and decoded on one thread, on every
 //! core, while this one assembles the previous batch (its records built on every core too) and
 //! writes: the records and the summary are those of a line-by-line read. A protobuf file is
-//! one request (requests appended to a file merge into one) and is read whole. Every file's
-//! spans go through one assembler, so a trace split across files is one record.
+//! read whole: one request (requests appended to a file merge into one), or the messages of
+//! the Collector's file exporter (`format: proto`, each after a 4-byte size) or of the
+//! specification's file exporter (each after a varint size). A zstd- or gzip-compressed file
+//! (the Collector's `compression: zstd`, a `.gz`) is decompressed as it is read, JSON Lines
+//! still streaming. Every file's spans go through one assembler, so a trace split across
+//! files is one record.
 //!
 //! The summary (stdout) adds up: spans read = used + dropped, by problem kind; the first
 //! problems are located (`file:line`, or `file (byte N)` for protobuf). Exit 4 when the share
@@ -30,7 +34,9 @@ use oloproof_traces::langfuse::LangfuseReader;
 use oloproof_traces::lines::LineBlocks;
 use oloproof_traces::phoenix::PhoenixReader;
 use oloproof_traces::span::{Decoded, Location};
-use oloproof_traces::{AssembleOptions, Assembler, InputFormat};
+use oloproof_traces::{
+    undecodable_problem, AssembleOptions, Assembler, Compression, InputFormat, RecordLine,
+};
 use serde_json::Value;
 
 use crate::cli::ConfigLocation;
@@ -49,7 +55,10 @@ pub(crate) enum ImportFormat {
     Auto,
     /// OTLP JSON: JSON Lines of `TracesData` (the Collector's file exporter) or one document.
     OtlpJson,
-    /// Binary OTLP protobuf `ExportTraceServiceRequest` (what OTLP/HTTP exporters post).
+    /// Binary OTLP protobuf: one `ExportTraceServiceRequest` (what OTLP/HTTP exporters post)
+    /// or a file of messages after 4-byte sizes (the Collector's `format: proto`) or varint
+    /// sizes (the specification's file exporter). A zstd- or gzip-compressed OTLP file, JSON
+    /// or protobuf, is decompressed as it is read.
     OtlpProto,
     /// Arize Phoenix: spans (`GET /v1/projects/{p}/spans` pages, the spans dataframe as JSON,
     /// `spans/otlpv1`) and span/trace annotations, JSON or JSON Lines.
@@ -68,8 +77,8 @@ enum Family {
 
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
-    /// Trace files: OTLP JSON Lines / JSON or protobuf; Phoenix or Langfuse exports (their
-    /// feedback — annotations, scores — as further files).
+    /// Trace files: OTLP JSON Lines / JSON or protobuf (zstd- or gzip-compressed or not);
+    /// Phoenix or Langfuse exports (their feedback — annotations, scores — as further files).
     #[arg(required_unless_present = "collected", value_name = "FILE")]
     pub(crate) files: Vec<PathBuf>,
     /// Also read the OTLP requests `oloproof collect` recorded in the run store (of the
@@ -155,6 +164,14 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
             .and_then(|mut f| f.read(&mut head))
             .map_err(unreadable(path))?;
         let head = &head[..n];
+        let compression = Compression::sniff(head);
+        if compression != Compression::None {
+            let format = read_compressed(path, compression, args.format, &mut assembler, |r| {
+                write(r, &mut out)
+            })?;
+            formats.push(format.name());
+            continue;
+        }
         let is_json = InputFormat::sniff(head) == InputFormat::OtlpJson;
         // A whole JSON document parsed to detect its format is handed on, not parsed again.
         let mut parsed: Option<Value> = None;
@@ -202,27 +219,14 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
                     InputFormat::OtlpProto => {
                         let bytes = std::fs::read(path).map_err(unreadable(path))?;
                         let records =
-                            assembler.push(oloproof_traces::decode_protobuf(&bytes, &name));
+                            assembler.push(oloproof_traces::decode_protobuf_file(&bytes, &name));
                         write(records, &mut out)?;
                     }
                     InputFormat::OtlpJson => {
                         if is_json_lines(path).map_err(unreadable(path))? {
                             let file = std::fs::File::open(path).map_err(unreadable(path))?;
-                            // One thread reads and decodes batches of lines (on every core);
-                            // this one assembles them in line order (the records built on
-                            // every core) and writes.
-                            std::thread::scope(|scope| -> Result<(), CliError> {
-                                let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                                let name = &name;
-                                scope.spawn(move || decode_batches(file, name, tx));
-                                for batch in rx {
-                                    let (decoded, error) = batch;
-                                    write(assembler.push_batch(decoded), &mut out)?;
-                                    if let Some(e) = error {
-                                        return Err(unreadable(path)(e));
-                                    }
-                                }
-                                Ok(())
+                            read_json_lines(file, path, None, &mut assembler, |r| {
+                                write(r, &mut out)
                             })?;
                         } else {
                             let text = std::fs::read_to_string(path).map_err(unreadable(path))?;
@@ -440,15 +444,16 @@ fn first_line_value(path: &Path) -> std::io::Result<Option<Value>> {
 /// is read whole).
 const BATCH_BYTES: usize = 1 << 20;
 
-/// One batch's lines decoded, in order, and the read error that ended the file there, if any.
-type Batch = (Vec<Decoded>, Option<std::io::Error>);
+/// One batch's lines decoded, in order, and the read error that ended the file there (with
+/// the number of the line it broke in), if any.
+type Batch = (Vec<Decoded>, Option<(std::io::Error, usize)>);
 
-/// Reads `file` as JSON Lines in blocks of whole lines ([`LineBlocks`]: one buffer re-used,
+/// Reads `input` as JSON Lines in blocks of whole lines ([`LineBlocks`]: one buffer re-used,
 /// no allocation per line), decodes each block on every core and sends the lines'
 /// [`Decoded`] in order, with the read error that ended the file early, if any (after the lines
 /// before it). Stops when the receiver is gone.
-fn decode_batches(file: std::fs::File, name: &str, tx: std::sync::mpsc::SyncSender<Batch>) {
-    let mut blocks = LineBlocks::new(file, BATCH_BYTES);
+fn decode_batches<R: Read>(input: R, name: &str, tx: std::sync::mpsc::SyncSender<Batch>) {
+    let mut blocks = LineBlocks::new(input, BATCH_BYTES);
     loop {
         let (decoded, error) = match blocks.next_block() {
             Ok(None) => return,
@@ -456,12 +461,137 @@ fn decode_batches(file: std::fs::File, name: &str, tx: std::sync::mpsc::SyncSend
                 oloproof_traces::decode_json_lines(&block.lines, block.first_line, name),
                 None,
             ),
-            Err(e) => (Vec::new(), Some(e)),
+            Err(e) => (Vec::new(), Some((e, blocks.next_line()))),
         };
         let last = error.is_some();
         if tx.send((decoded, error)).is_err() || last {
             return;
         }
+    }
+}
+
+/// Reads OTLP JSON Lines from `input`: one thread reads and decodes batches of lines (on
+/// every core); this one assembles them in line order (the records built on every core) and
+/// hands them to `write`.
+///
+/// A read error ends the file: of a plain file it is an error (exit 2); of `compressed` data
+/// it is a problem of the data (a stream cut short, as the file a Collector is still writing
+/// is, or corrupt), counted as one unreadable record at the line it broke in, after every line
+/// before it was read.
+fn read_json_lines<R: Read + Send>(
+    input: R,
+    path: &Path,
+    compressed: Option<Compression>,
+    assembler: &mut Assembler<'_>,
+    mut write: impl FnMut(Vec<RecordLine>) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let name = path.display().to_string();
+    std::thread::scope(|scope| -> Result<(), CliError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let name = &name;
+        scope.spawn(move || decode_batches(input, name, tx));
+        for batch in rx {
+            let (decoded, error) = batch;
+            write(assembler.push_batch(decoded))?;
+            match (error, compressed) {
+                (None, _) => {}
+                (Some((e, _)), None) => return Err(unreadable(path)(e)),
+                (Some((e, line)), Some(compression)) => {
+                    let at = Location {
+                        file: name.clone(),
+                        line: Some(line),
+                        byte_offset: None,
+                    };
+                    let mut problem = Decoded::default();
+                    problem
+                        .summary
+                        .drop_record(undecodable_problem(at, compression, &e));
+                    write(assembler.push(problem))?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Reads a zstd- or gzip-compressed OTLP file as it decompresses: JSON Lines streaming
+/// (unless `--format otlp-proto`), protobuf whole in any of its layouts
+/// ([`oloproof_traces::decode_protobuf_file`]). Answers the format read.
+fn read_compressed(
+    path: &Path,
+    compression: Compression,
+    format: ImportFormat,
+    assembler: &mut Assembler<'_>,
+    mut write: impl FnMut(Vec<RecordLine>) -> std::io::Result<()>,
+) -> Result<InputFormat, CliError> {
+    if matches!(format, ImportFormat::Phoenix | ImportFormat::Langfuse) {
+        return Err(CliError::Usage(format!(
+            "{} is {}-compressed: compressed files are read as OTLP; decompress a Phoenix or Langfuse export first",
+            path.display(),
+            compression.name()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(unreadable(path))?;
+    let mut decompressed = compression.reader(BufReader::new(file));
+    // The first decompressed bytes tell JSON from protobuf; they are read again after. An
+    // error this early (a file cut within its first block) is kept for the reader to meet
+    // after them, as a later one would be.
+    let mut head = Vec::new();
+    let error = (&mut decompressed).take(4096).read_to_end(&mut head).err();
+    let inner = match format {
+        ImportFormat::OtlpJson => InputFormat::OtlpJson,
+        ImportFormat::OtlpProto => InputFormat::OtlpProto,
+        _ if head.is_empty() => InputFormat::OtlpJson,
+        _ => InputFormat::sniff(&head),
+    };
+    let mut input = Replay {
+        head: std::io::Cursor::new(head),
+        error,
+        rest: decompressed,
+    };
+    match inner {
+        InputFormat::OtlpJson => read_json_lines(input, path, Some(compression), assembler, write)?,
+        InputFormat::OtlpProto => {
+            // What decompressed before an error is read (its last message is then cut short),
+            // and the error counted.
+            let mut bytes = Vec::new();
+            let error = input.read_to_end(&mut bytes).err();
+            let name = format!("{} ({} decompressed)", path.display(), compression.name());
+            let mut decoded = oloproof_traces::decode_protobuf_file(&bytes, &name);
+            if let Some(e) = error {
+                let at = Location {
+                    file: name,
+                    line: None,
+                    byte_offset: Some(bytes.len() as u64),
+                };
+                decoded
+                    .summary
+                    .drop_record(undecodable_problem(at, compression, &e));
+            }
+            write(assembler.push(decoded)).map_err(CliError::Output)?;
+        }
+    }
+    Ok(inner)
+}
+
+/// Bytes already read (`head`), then the error that stopped them, if any, then the rest of
+/// the reader.
+struct Replay<R> {
+    head: std::io::Cursor<Vec<u8>>,
+    error: Option<std::io::Error>,
+    rest: R,
+}
+
+impl<R: Read> Read for Replay<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.head.read(buf)?;
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.rest.read(buf)
     }
 }
 

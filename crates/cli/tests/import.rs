@@ -173,6 +173,45 @@ fn the_sdk_app_round_trips() {
     assert_eq!(outputs[0], outputs[1], "protobuf and the JSON document");
     assert_eq!(outputs[0], outputs[2], "protobuf and the snake_case lines");
 
+    // The layouts other writers give the same requests (see the app's docstring): the
+    // Collector's file exporter (each message after a 4-byte size; with `compression: zstd`
+    // each message compressed by libzstd, protobuf or JSON; its native compression, one zstd
+    // stream of JSON Lines), the specification's delimited messages, and gzip.
+    for file in [
+        "spans.collector.pb",
+        "spans.collector.pb.zst",
+        "spans.collector.json.zst",
+        "spans.jsonl.zst",
+        "spans.delimited.pb",
+        "spans.jsonl.gz",
+    ] {
+        let target = format!("{file}.traffic.jsonl");
+        let run = oloproof(dir, &["import", file, "-o", &target]);
+        assert_eq!(run.status.code(), Some(0), "{file}: {}", stderr(&run));
+        assert!(
+            stdout(&run).contains("17 spans read = 17 used + 0 dropped"),
+            "{file}: {}",
+            stdout(&run)
+        );
+        assert_eq!(records(&dir.join(&target)), outputs[0], "{file}");
+    }
+    // The Collector's file cut short (killed while writing): the messages before the cut are
+    // read, the cut is counted and located, and the exit code follows --max-error-rate.
+    let whole = std::fs::read(dir.join("spans.collector.pb.zst")).unwrap();
+    std::fs::write(dir.join("cut.pb.zst"), &whole[..whole.len() - 9]).unwrap();
+    let run = oloproof(dir, &["import", "cut.pb.zst", "-o", "cut.jsonl"]);
+    assert_eq!(run.status.code(), Some(4), "{}", stdout(&run));
+    let out = stdout(&run);
+    assert!(out.contains("cut.pb.zst (byte "), "{out}");
+    assert!(out.contains("truncated_protobuf"), "{out}");
+    let cut = records(&dir.join("cut.jsonl"));
+    assert_eq!(cut.len(), 5, "every trace with a span before the cut");
+    assert_eq!(
+        cut[..4],
+        outputs[0][..4],
+        "the traces wholly before the cut"
+    );
+
     // Content capture off: the corpus gives the passage text back by document id.
     let run = oloproof(
         dir,

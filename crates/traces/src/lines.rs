@@ -53,6 +53,12 @@ impl<R: Read> LineBlocks<R> {
         }
     }
 
+    /// The 1-based number of the next line [`next_block`](Self::next_block) hands out (after a
+    /// read error: of the line it broke in).
+    pub fn next_line(&self) -> usize {
+        self.next_line
+    }
+
     /// The next block of whole lines; `Ok(None)` at the end of the stream, `Err` for a read
     /// error or bytes that are not UTF-8 (after every whole line before it was handed out).
     ///

@@ -34,6 +34,7 @@ use crate::error::RequestError;
 use crate::problems::{ImportSummary, Problem};
 use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
 
+pub mod files;
 mod typed;
 
 /// What an input file holds.
@@ -870,9 +871,17 @@ impl<'a> Iterator for Fields<'a> {
 }
 
 /// Decodes a binary `ExportTraceServiceRequest` (or `TracesData`), spans located by byte
-/// offset in `file`.
+/// offset in `file`. One message: what an OTLP/HTTP exporter posts. For a file of several
+/// (the Collector's file exporter), see [`decode_protobuf_file`].
 pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
     let mut out = Decoded::default();
+    decode_protobuf_into(bytes, file, 0, &mut out);
+    out
+}
+
+/// Decodes one message that starts at byte `base` of `file` into `out` (offsets in problems
+/// and locations are `base` plus the offset in `bytes`).
+fn decode_protobuf_into(bytes: &[u8], file: &str, base: usize, out: &mut Decoded) {
     let at = |offset: usize| Location {
         file: file.to_string(),
         line: None,
@@ -903,11 +912,11 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
             out.summary.note(problem);
         }
     };
-    for top in Fields::new(bytes, 0) {
+    for top in Fields::new(bytes, base) {
         let top = match top {
             Ok(f) => f,
             Err(e) => {
-                walk_problem(&mut out, e, true);
+                walk_problem(out, e, true);
                 break;
             }
         };
@@ -920,14 +929,14 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
             let f = match f {
                 Ok(f) => f,
                 Err(e) => {
-                    walk_problem(&mut out, e, true);
+                    walk_problem(out, e, true);
                     break;
                 }
             };
             match (f.number, f.len) {
                 (1, true) => {
                     if f.cut {
-                        walk_problem(&mut out, WalkError::Truncated(f.offset), true);
+                        walk_problem(out, WalkError::Truncated(f.offset), true);
                         continue;
                     }
                     match pb::Resource::decode(f.data) {
@@ -940,7 +949,7 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
                             )
                         }
                         Err(e) => walk_problem(
-                            &mut out,
+                            out,
                             WalkError::Malformed(f.offset, format!("resource: {e}")),
                             true,
                         ),
@@ -952,7 +961,7 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
                         let sf = match sf {
                             Ok(sf) => sf,
                             Err(e) => {
-                                walk_problem(&mut out, e, true);
+                                walk_problem(out, e, true);
                                 break;
                             }
                         };
@@ -1005,11 +1014,10 @@ pub fn decode_protobuf(bytes: &[u8], file: &str) -> Decoded {
     if declared_past_end(bytes) && !out.summary.problems.contains_key("truncated_protobuf") {
         out.summary.drop_record(Problem {
             kind: "truncated_protobuf".into(),
-            at: at(bytes.len()),
+            at: at(base + bytes.len()),
             message: "the protobuf ends before the length its last message declares: the file or body was cut".into(),
         });
     }
-    out
 }
 
 /// Whether some length-delimited field on the path to the last span declares more bytes than
