@@ -46,12 +46,41 @@ impl SourceRow {
     }
 }
 
-/// Line and column (1-based, in characters) of byte `offset` of `text`.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[start..].chars().count() + 1)
+/// Where each line of a text starts, to find the line and column of any byte offset by a
+/// binary search: a JSON dataset places every value of every record, so scanning from the
+/// start of the file for each (as a plain `line_col` would) takes quadratic time.
+struct LineIndex<'a> {
+    text: &'a str,
+    /// Byte offset of each line's first byte (the first is 0).
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { text, starts }
+    }
+
+    /// Line and column (1-based, the column in characters) of byte `offset` (at most the
+    /// text's length; a line ends after its `\n`).
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        (line, self.text[start..offset].chars().count() + 1)
+    }
+
+    /// The text of 1-based `line`, without its line end (empty past the last line).
+    fn line(&self, line: usize) -> &'a str {
+        let Some(&start) = self.starts.get(line.wrapping_sub(1)) else {
+            return "";
+        };
+        let end = self.starts.get(line).map_or(self.text.len(), |&next| next - 1);
+        let text = &self.text[start..end];
+        text.strip_suffix('\r').unwrap_or(text)
+    }
 }
 
 fn offset_of(text: &str, raw: &RawValue) -> usize {
@@ -119,8 +148,8 @@ fn csv_error(path: &str, text: &str, e: &csv::Error) -> SourceError {
 struct Doc<'a> {
     /// The text parsed.
     parsed: &'a str,
-    /// The file's text.
-    original: &'a str,
+    /// The file's text, by line.
+    original: LineIndex<'a>,
     rewritten: &'a super::nonfinite::Rewritten,
 }
 
@@ -132,7 +161,8 @@ impl Doc<'_> {
 
     /// Line and column, in the file as written, of byte `offset` of the parsed text.
     fn place_at(&self, offset: usize) -> (usize, usize) {
-        line_col(self.original, self.rewritten.original_offset(offset))
+        self.original
+            .line_col(self.rewritten.original_offset(offset))
     }
 }
 
@@ -144,7 +174,7 @@ pub(crate) fn json_rows(path: &str, text: &str) -> Result<Vec<SourceRow>, Vec<So
     let rewritten = super::nonfinite::replace(text);
     let doc = Doc {
         parsed: &rewritten.text,
-        original: text,
+        original: LineIndex::new(text),
         rewritten: &rewritten,
     };
     let parsed = doc.parsed;
@@ -330,9 +360,9 @@ fn records_rows(
             }
             Err(_) => {
                 let (line, col) = doc.place(raw);
-                errors.push(SourceError::at(
+                errors.push(SourceError::at_line(
                     path,
-                    doc.original,
+                    doc.original.line(line),
                     line,
                     col,
                     1,
@@ -457,4 +487,42 @@ pub(crate) fn is_absent(cell: &str) -> bool {
 /// A score cell as a number (`None` for an absent value or text that is not a number).
 pub(crate) fn number(cell: &str) -> Option<f64> {
     cell.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineIndex;
+
+    /// Line and column by scanning from the start (what the index replaces).
+    fn scanned(text: &str, offset: usize) -> (usize, usize) {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[start..].chars().count() + 1)
+    }
+
+    #[test]
+    fn the_line_index_places_every_offset_as_a_scan_from_the_start() {
+        for text in [
+            "",
+            "\n",
+            "[\n  {\"a\": 1},\n  {\"b\": \"é\"}\n]",
+            "no line end",
+            "\r\nx\r\n\r\nlast",
+            "ü\nüü\n\n",
+        ] {
+            let index = LineIndex::new(text);
+            for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
+                assert_eq!(
+                    index.line_col(offset),
+                    scanned(text, offset),
+                    "{text:?} at {offset}"
+                );
+            }
+            for (i, line) in text.lines().enumerate() {
+                assert_eq!(index.line(i + 1), line, "{text:?} line {}", i + 1);
+            }
+            assert_eq!(index.line(text.lines().count() + 2), "");
+        }
+    }
 }
