@@ -176,6 +176,12 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
         // A whole JSON document parsed to detect its format is handed on, not parsed again.
         let mut parsed: Option<Value> = None;
         let family = match args.format {
+            ImportFormat::OtlpJson if !is_json && head.contains(&0) => {
+                return Err(CliError::Usage(format!(
+                    "{} is binary, not OTLP JSON: read it with `--format otlp-proto` (or leave `--format` out: the format is found from the bytes)",
+                    path.display()
+                )));
+            }
             ImportFormat::OtlpJson => Family::Otlp(InputFormat::OtlpJson),
             ImportFormat::OtlpProto => Family::Otlp(InputFormat::OtlpProto),
             ImportFormat::Phoenix => Family::Phoenix,

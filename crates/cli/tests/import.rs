@@ -211,6 +211,24 @@ fn the_sdk_app_round_trips() {
         outputs[0][..4],
         "the traces wholly before the cut"
     );
+    // A binary file read as JSON: the error says which format to give.
+    let run = oloproof(
+        dir,
+        &[
+            "import",
+            "spans.collector.pb",
+            "--format",
+            "otlp-json",
+            "-o",
+            "x.jsonl",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("--format otlp-proto"),
+        "{}",
+        stderr(&run)
+    );
 
     // Content capture off: the corpus gives the passage text back by document id.
     let run = oloproof(

@@ -77,7 +77,10 @@ impl<'a> LineIndex<'a> {
         let Some(&start) = self.starts.get(line.wrapping_sub(1)) else {
             return "";
         };
-        let end = self.starts.get(line).map_or(self.text.len(), |&next| next - 1);
+        let end = self
+            .starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next - 1);
         let text = &self.text[start..end];
         text.strip_suffix('\r').unwrap_or(text)
     }
