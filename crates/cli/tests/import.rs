@@ -211,6 +211,38 @@ fn the_sdk_app_round_trips() {
         outputs[0][..4],
         "the traces wholly before the cut"
     );
+    // A zstd stream of JSON Lines cut short: the data that does not decompress is one
+    // unreadable record, located at the line the stream broke in; nothing is read past it.
+    let whole = std::fs::read(dir.join("spans.jsonl.zst")).unwrap();
+    std::fs::write(dir.join("cut.jsonl.zst"), &whole[..whole.len() - 9]).unwrap();
+    let run = oloproof(dir, &["import", "cut.jsonl.zst", "-o", "cut2.jsonl"]);
+    assert_eq!(run.status.code(), Some(4), "{}", stdout(&run));
+    let out = stdout(&run);
+    assert!(
+        out.contains(
+            "cut.jsonl.zst:1: undecodable_compressed: the zstd data does not decompress from here"
+        ),
+        "{out}"
+    );
+    // Phoenix and Langfuse exports are read uncompressed: a compressed one is refused.
+    let run = oloproof(
+        dir,
+        &[
+            "import",
+            "spans.jsonl.gz",
+            "--format",
+            "phoenix",
+            "-o",
+            "x.jsonl",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run)
+            .contains("spans.jsonl.gz is gzip-compressed: compressed files are read as OTLP"),
+        "{}",
+        stderr(&run)
+    );
     // A binary file read as JSON: the error says which format to give.
     let run = oloproof(
         dir,

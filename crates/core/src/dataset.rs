@@ -454,10 +454,8 @@ fn read_rows(
     options: &ReadOptions,
 ) -> Result<Dataset, Vec<SourceError>> {
     let jsonl = encoding == DatasetEncoding::Jsonl;
-    // Each line's text, by line number - 1: looked up per record (finding it with
-    // `lines().nth` would read the file from its start for every record).
-    // Every line's text, read once: the located errors below take their snippet from it
-    // (looking each up from the start of the file made a file with many bad records slow).
+    // Every line's text, by line number - 1, read once: records and the located errors below
+    // look their line up here (`lines().nth` would read the file from its start each time).
     let line_texts: Vec<&str> = text.lines().collect();
     let line_text = |line: usize| -> &str {
         line.checked_sub(1)

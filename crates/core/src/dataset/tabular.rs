@@ -72,17 +72,19 @@ impl<'a> LineIndex<'a> {
         (line, self.text[start..offset].chars().count() + 1)
     }
 
-    /// The text of 1-based `line`, without its line end (empty past the last line).
+    /// The text of 1-based `line` as `str::lines` gives it: without its `\n` or `\r\n` (a
+    /// last line without `\n` keeps a final `\r`); empty past the last line.
     fn line(&self, line: usize) -> &'a str {
         let Some(&start) = self.starts.get(line.wrapping_sub(1)) else {
             return "";
         };
-        let end = self
-            .starts
-            .get(line)
-            .map_or(self.text.len(), |&next| next - 1);
-        let text = &self.text[start..end];
-        text.strip_suffix('\r').unwrap_or(text)
+        match self.starts.get(line) {
+            Some(&next) => {
+                let text = &self.text[start..next - 1];
+                text.strip_suffix('\r').unwrap_or(text)
+            }
+            None => &self.text[start..],
+        }
     }
 }
 
@@ -512,6 +514,7 @@ mod tests {
             "[\n  {\"a\": 1},\n  {\"b\": \"é\"}\n]",
             "no line end",
             "\r\nx\r\n\r\nlast",
+            "a bare\rcarriage return\r\nand a last line\r",
             "ü\nüü\n\n",
         ] {
             let index = LineIndex::new(text);
