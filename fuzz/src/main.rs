@@ -30,6 +30,7 @@
 //! | `judge_text` | the JSON inside a judge's text reply, and its schema check | [`replies`] |
 //! | `tokenizer` | a model folder's `tokenizer.json` | [`tokenizer`] |
 //! | `otlp_json`, `otlp_protobuf` | OTLP trace files (`oloproof import`) | [`traces`] |
+//! | `otlp_logs` | OTLP logs files (`oloproof import --logs`), joined to the spans of the same bytes | [`traces`] |
 //! | `otlp_request` | an OTLP/HTTP body (`oloproof collect`) | [`traces`] |
 //! | `phoenix`, `langfuse` | Phoenix and Langfuse exports (`oloproof import`) | [`traces`] |
 
@@ -69,6 +70,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("tokenizer", tokenizer::tokenizer),
     ("otlp_json", traces::otlp_json),
     ("otlp_protobuf", traces::otlp_protobuf),
+    ("otlp_logs", traces::otlp_logs),
     ("otlp_request", traces::otlp_request),
     ("phoenix", traces::phoenix),
     ("langfuse", traces::langfuse),

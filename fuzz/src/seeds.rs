@@ -272,4 +272,19 @@ pub fn write(dir: &Path) {
     otlp.extend_from_slice(b"{\"resourceMetrics\": []}\n");
     put(dir, "otlp_json", "trace.jsonl", &otlp);
     put(dir, "otlp_request", "request.json", root.to_string().as_bytes());
+    // A logs line whose events name the spans above, and an ordinary log line; then the
+    // trace lines, so the same file is both (see `traces::otlp_logs`).
+    let logs = json!({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"eventName": "gen_ai.user.message", "traceId": "0af7651916cd43dd8448eb211c80319c",
+         "spanId": "0000000000000001", "observedTimeUnixNano": "1764633600100000000",
+         "body": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": "How long?"}}]}}},
+        {"eventName": "gen_ai.client.inference.operation.details",
+         "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "0000000000000002",
+         "attributes": [{"key": "gen_ai.output.messages", "value": {"arrayValue": {"values": [
+             {"kvlistValue": {"values": [{"key": "role", "value": {"stringValue": "assistant"}}]}}]}}}]},
+        {"body": {"stringValue": "GET /health"}, "traceId": "0af7651916cd43dd8448eb211c80319c",
+         "spanId": "0000000000000001"}]}]}]});
+    let mut both = lines(&[logs]);
+    both.extend_from_slice(&otlp);
+    put(dir, "otlp_logs", "logs_and_traces.jsonl", &both);
 }

@@ -95,6 +95,27 @@ pub fn otlp_protobuf(data: &[u8]) {
     assemble_and_check(decoded, 0, data.len());
 }
 
+/// An OTLP logs file in any layout (`decode_logs_file`: JSON Lines or a document of
+/// `LogsData`, protobuf messages, compressed or not), its events assembled with the spans the
+/// same bytes hold as a JSON Lines trace file (logs first, as `import --logs` reads them): the
+/// log records add up too (read = added to their spans + not used).
+pub fn otlp_logs(data: &[u8]) {
+    let mut decoded = oloproof_traces::decode_logs_file(data, FILE);
+    for p in &mut decoded.summary.first {
+        if p.at.file != FILE {
+            p.at.byte_offset = None;
+            p.at.line = None;
+        }
+    }
+    let lines = text(data).map_or(0, |t| t.lines().count());
+    if let Some(text) = text(data) {
+        for (i, line) in text.lines().enumerate() {
+            oloproof_traces::decode_json_line(line, &at_line(i + 1), &mut decoded);
+        }
+    }
+    assemble_and_check(decoded, lines, data.len());
+}
+
 /// An OTLP/HTTP body as `oloproof collect` receives it, in both content types.
 pub fn otlp_request(data: &[u8]) {
     for content_type in ["application/x-protobuf", "application/json"] {

@@ -19,7 +19,12 @@
 //! still streaming. Every file's spans go through one assembler, so a trace split across
 //! files is one record.
 //!
-//! The summary (stdout) adds up: spans read = used + dropped, by problem kind; the first
+//! OTLP logs files (`--logs`) are read first: the log records the OpenTelemetry GenAI
+//! instrumentations write (message content, evaluation results), each naming its span, wait in
+//! the assembler and are added to that span's events when its trace is written.
+//!
+//! The summary (stdout) adds up: spans read = used + dropped, by problem kind (log records
+//! read = added to their spans + not used, by reason); the first
 //! problems are located (`file:line`, or `file (byte N)` for protobuf). Exit 4 when the share
 //! of spans dropped — each unreadable input record (a line that is not `TracesData`, protobuf
 //! cut outside a span) counting as one dropped span — is above `--max-error-rate`; exit 2 for
@@ -86,6 +91,12 @@ pub(crate) struct ImportArgs {
     /// files, in arrival order.
     #[arg(long)]
     pub(crate) collected: bool,
+    /// OTLP logs files (JSON Lines of `LogsData` or one document, or protobuf
+    /// `ExportLogsServiceRequest`s, compressed or not), read before the trace files: the
+    /// events the OpenTelemetry GenAI instrumentations record as log records (message content,
+    /// evaluation results) are added to the spans they name.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) logs: Vec<PathBuf>,
     /// The project folder whose store `--collected` reads (default: the current directory).
     #[arg(long, value_name = "DIR", requires = "collected")]
     pub(crate) project: Option<PathBuf>,
@@ -118,6 +129,14 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
         if !f.is_file() {
             return Err(CliError::Usage(format!(
                 "no such trace file: {} (give OTLP JSON Lines, an OTLP JSON document, an OTLP protobuf file, or a Phoenix or Langfuse export)",
+                f.display()
+            )));
+        }
+    }
+    for f in &args.logs {
+        if !f.is_file() {
+            return Err(CliError::Usage(format!(
+                "no such logs file: {} (give OTLP logs: JSON Lines of `LogsData`, one JSON document, or protobuf)",
                 f.display()
             )));
         }
@@ -157,6 +176,13 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     let mut formats: Vec<&'static str> = Vec::new();
     let mut phoenix: Option<PhoenixReader> = None;
     let mut langfuse: Option<LangfuseReader> = None;
+    // Logs first: their events wait in the assembler for the spans they name.
+    for path in &args.logs {
+        let bytes = std::fs::read(path).map_err(unreadable(path))?;
+        let decoded = oloproof_traces::decode_logs_file(&bytes, &path.display().to_string());
+        write(assembler.push(decoded), &mut out)?;
+        formats.push("otlp-logs");
+    }
     for path in &args.files {
         let name = path.display().to_string();
         let mut head = [0u8; 4096];
@@ -173,6 +199,18 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
             continue;
         }
         let is_json = InputFormat::sniff(head) == InputFormat::OtlpJson;
+        if is_json
+            && matches!(args.format, ImportFormat::Auto | ImportFormat::OtlpJson)
+            && [&b"\"resourceLogs\""[..], b"\"resource_logs\""]
+                .iter()
+                .any(|key| head.windows(key.len()).any(|w| w == *key))
+        {
+            return Err(CliError::Usage(format!(
+                "{} is an OTLP logs file (`resourceLogs`), not traces: give it with `--logs {}`, beside the trace files",
+                path.display(),
+                path.display()
+            )));
+        }
         // A whole JSON document parsed to detect its format is handed on, not parsed again.
         let mut parsed: Option<Value> = None;
         let family = match args.format {
@@ -301,6 +339,10 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
     if files > 0 || !args.collected {
         sources.push(format!("{files} file{}", if files == 1 { "" } else { "s" }));
     }
+    if !args.logs.is_empty() {
+        let n = args.logs.len();
+        sources.push(format!("{n} logs file{}", if n == 1 { "" } else { "s" }));
+    }
     if args.collected {
         sources.push(format!(
             "{requests} collected request{}",
@@ -317,6 +359,21 @@ pub(crate) fn import(args: ImportArgs) -> Result<u8, CliError> {
         summary.spans_used,
         by_kind(&summary.spans_dropped),
     )?;
+    if summary.log_records_read > 0 || !args.logs.is_empty() {
+        let skipped: u64 = summary.log_records_skipped.values().sum();
+        writeln!(
+            stdout,
+            "  {} log record{} read = {} added to their spans + {skipped} not used{}",
+            summary.log_records_read,
+            if summary.log_records_read == 1 {
+                ""
+            } else {
+                "s"
+            },
+            summary.log_records_used,
+            by_kind(&summary.log_records_skipped),
+        )?;
+    }
     if summary.records_dropped > 0 {
         writeln!(
             stdout,

@@ -9,6 +9,13 @@
 //!   `run --dataset` judges the output (a criterion reading a field not recorded is excluded
 //!   `not_recorded`). Needs `OLOPROOF_REFERENCE_PYTHON` with the SDK; without it the test is
 //!   skipped with a note, unless `OLOPROOF_REQUIRE_REFERENCES=1`.
+//! - `genai_content_from_log_records`: the real OpenAI client instrumented by the real
+//!   `opentelemetry-instrumentation-openai-v2` (`fixtures/otel_app/openai_app.py`, against a
+//!   local server speaking the Chat Completions wire format) records the messages as OTLP log
+//!   records, in both its modes (GenAI conventions <= 1.36 message events; the current
+//!   `gen_ai.client.inference.operation.details`); `import --logs` (JSON Lines or protobuf)
+//!   gives each trace its question, answer and usage, without the logs the answer is
+//!   `not_recorded`, and a logs file given as a trace file is exit 2 saying to use `--logs`.
 //! - `bad_input_is_counted_and_located`: every bad-input kind of issue 15 (a truncated
 //!   protobuf, lines that are not JSON or not `TracesData`, a missing parent, a duplicate span
 //!   id, an end before the start, an attribute of the wrong type, an id of the wrong length):
@@ -323,6 +330,97 @@ not json {
 {"resourceMetrics":[]}
 {"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000001","name":"rag.query","startTimeUnixNano":"1764633600000000000","endTimeUnixNano":"1764633600500000000","attributes":[{"key":"input.value","value":{"stringValue":"How long do refunds take?"}},{"key":"output.value","value":{"stringValue":"14 days."}}]},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000002","parentSpanId":"0000000000000001","name":"retrieve again","startTimeUnixNano":"1764633600010000000","endTimeUnixNano":"1764633600030000000"},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000003","parentSpanId":"00000000000000ff","name":"orphan","startTimeUnixNano":"1764633600040000000","endTimeUnixNano":"1764633600050000000"},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000004","parentSpanId":"0000000000000001","name":"generate","startTimeUnixNano":"1764633600400000000","endTimeUnixNano":"1764633600100000000","attributes":[{"key":"openinference.span.kind","value":{"stringValue":"LLM"}},{"key":"llm.token_count.prompt","value":{"stringValue":"many"}}]},{"traceId":"0af765","spanId":"0000000000000005","name":"short id"}]}]}]}
 "#;
+
+#[test]
+fn genai_content_from_log_records() {
+    let Some(py) = reference_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let app = fixtures().join("otel_app/openai_app.py");
+    for (mode, events_per_trace) in [("legacy", 3), ("latest", 1)] {
+        let dir = tmp.path().join(mode);
+        let out = Command::new(&py)
+            .arg(&app)
+            .arg(&dir)
+            .args(["--mode", mode])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the app failed ({mode}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let truth: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap())
+                .unwrap();
+        let traces = truth["traces"].as_array().unwrap();
+        assert_eq!(traces.len(), 2);
+        // The content is in the logs only: the spans alone have no answer.
+        let run = oloproof(&dir, &["import", "spans.jsonl", "-o", "spans_only.jsonl"]);
+        assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+        for r in records(&dir.join("spans_only.jsonl")) {
+            assert!(r.get("answer").is_none(), "{mode}: {r}");
+            assert!(r["production"]["not_recorded"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("answer")));
+        }
+        let mut outputs = Vec::new();
+        for logs in ["logs.jsonl", "logs.pb"] {
+            let target = format!("{logs}.traffic.jsonl");
+            let run = oloproof(
+                &dir,
+                &["import", "spans.jsonl", "--logs", logs, "-o", &target],
+            );
+            assert_eq!(
+                run.status.code(),
+                Some(0),
+                "{mode} {logs}: {}",
+                stderr(&run)
+            );
+            if mode == "legacy" && logs == "logs.jsonl" {
+                insta::assert_snapshot!("import_genai_log_records", transcript(&run, &dir));
+            }
+            // Each trace's events are used; the app's ordinary log lines are not events.
+            let used = events_per_trace * traces.len();
+            assert!(
+                stdout(&run).contains(&format!(
+                    "{} log records read = {used} added to their spans + 2 not used (not_an_event 2)",
+                    truth["log_records"]
+                )),
+                "{mode} {logs}: {}",
+                stdout(&run)
+            );
+            let got = records(&dir.join(&target));
+            assert_eq!(got.len(), traces.len());
+            for t in traces {
+                let r = got
+                    .iter()
+                    .find(|r| r["id"] == t["trace_id"])
+                    .unwrap_or_else(|| panic!("{mode}: no record for {}", t["trace_id"]));
+                assert_eq!(r["input"]["question"], t["question"], "{mode}");
+                assert_eq!(r["answer"], t["answer"], "{mode} {logs}");
+                assert_eq!(r["usage"]["input_tokens"], t["usage"]["input_tokens"]);
+                assert_eq!(r["usage"]["output_tokens"], t["usage"]["output_tokens"]);
+                assert_eq!(r["usage"]["model"], "gpt-4o-mini-2024-07-18");
+                let not_recorded = r["production"]["not_recorded"].as_array().unwrap();
+                assert!(!not_recorded.contains(&json!("answer")), "{mode}: {r}");
+            }
+            outputs.push(got);
+        }
+        assert_eq!(outputs[0], outputs[1], "{mode}: JSON and protobuf logs");
+    }
+    // A logs file given as a trace file.
+    let dir = tmp.path().join("legacy");
+    let run = oloproof(&dir, &["import", "logs.jsonl", "-o", "x.jsonl"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains(
+            "is an OTLP logs file (`resourceLogs`), not traces: give it with `--logs logs.jsonl`"
+        ),
+        "{}",
+        stderr(&run)
+    );
+}
 
 #[test]
 fn bad_input_is_counted_and_located() {

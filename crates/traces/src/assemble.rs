@@ -32,6 +32,10 @@
 //! Passage text missing from spans (content capture is opt-in) is taken from the corpus by
 //! document id when one is given ([`oloproof_core::corpus::Corpus::texts`]).
 //!
+//! Events from OTLP log records ([`Decoded::log_events`], the GenAI instrumentations' message
+//! content) wait by trace id and join their span's events when the trace is written
+//! ([`crate::otlp::logs`]); those whose trace or span never comes are counted, by reason.
+//!
 //! **Streaming.** [`Assembler::push`] takes what a reader decoded, line by line, and returns
 //! the records it can already write: a trace is written once its root span is in, every
 //! parent it names is in, and [`AssembleOptions::grace_spans`] more spans have been read
@@ -65,7 +69,7 @@ use serde_json::{json, Map, Value};
 use crate::conventions::{self, Document, IoValue, Notes, Role};
 use crate::json_out::{write_json, Array, Object};
 use crate::problems::{ImportSummary, Problem};
-use crate::span::{Decoded, Span, TraceFeedback};
+use crate::span::{Decoded, LogEvent, Span, TraceFeedback};
 
 /// How records are assembled.
 #[derive(Debug, Clone)]
@@ -105,6 +109,8 @@ pub struct Assembler<'c> {
     ready: VecDeque<(String, u64)>,
     written: WrittenIds,
     feedback: HashMap<String, Vec<Feedback>>,
+    /// Events from OTLP log records, by trace id, waiting for their trace to be written.
+    log_events: HashMap<String, Vec<LogEvent>>,
     seen: u64,
     /// Reader outputs taken so far ([`Assembler::step`]s).
     steps: u64,
@@ -122,6 +128,7 @@ impl<'c> Assembler<'c> {
             ready: VecDeque::new(),
             written: WrittenIds::default(),
             feedback: HashMap::new(),
+            log_events: HashMap::new(),
             seen: 0,
             steps: 0,
             summary: ImportSummary::default(),
@@ -167,6 +174,15 @@ impl<'c> Assembler<'c> {
         let taken: Vec<Taken> = ids.iter().filter_map(|id| self.take(id)).collect();
         let steps = vec![(ImportSummary::default(), taken.len())];
         let out = self.build_all(steps, taken);
+        // Log records whose trace never came.
+        for events in std::mem::take(&mut self.log_events).into_values() {
+            for _ in events {
+                crate::otlp::logs::skip(
+                    &mut self.summary,
+                    crate::otlp::logs::skipped::TRACE_NOT_IMPORTED,
+                );
+            }
+        }
         (out, self.summary)
     }
 
@@ -185,6 +201,16 @@ impl<'c> Assembler<'c> {
         } in decoded.feedback
         {
             self.feedback.entry(trace_id).or_default().push(feedback);
+        }
+        for event in decoded.log_events {
+            if self.written.contains(&event.trace_id) {
+                crate::otlp::logs::skip(&mut before, crate::otlp::logs::skipped::AFTER_ITS_TRACE);
+                continue;
+            }
+            self.log_events
+                .entry(event.trace_id.clone())
+                .or_default()
+                .push(event);
         }
         self.steps += 1;
         let mut touched: Vec<String> = Vec::new();
@@ -280,10 +306,12 @@ impl<'c> Assembler<'c> {
         }
         self.written.insert(id);
         let feedback = self.feedback.remove(id).unwrap_or_default();
+        let log_events = self.log_events.remove(id).unwrap_or_default();
         Some(Taken {
             id: id.to_string(),
             spans: pending.spans,
             feedback,
+            log_events,
         })
     }
 }
@@ -293,12 +321,14 @@ struct Taken {
     id: String,
     spans: Vec<Span>,
     feedback: Vec<Feedback>,
+    log_events: Vec<LogEvent>,
 }
 
 impl Taken {
     /// The record, and the accounting of its spans and problems.
-    fn build(self, corpus: Option<&Corpus>, source: &str) -> (RecordLine, ImportSummary) {
+    fn build(mut self, corpus: Option<&Corpus>, source: &str) -> (RecordLine, ImportSummary) {
         let mut summary = ImportSummary::default();
+        crate::otlp::logs::attach(&mut self.spans, self.log_events, &mut summary);
         let record = build(
             &self.id,
             self.spans,
@@ -1085,6 +1115,7 @@ mod tests {
         let early = a.push(Decoded {
             spans,
             feedback: Vec::new(),
+            log_events: Vec::new(),
             summary: ImportSummary {
                 spans_read: n,
                 ..Default::default()
@@ -1313,6 +1344,7 @@ mod tests {
             },
             spans,
             feedback: Vec::new(),
+            log_events: Vec::new(),
         };
         let mut spans = rag_spans();
         let root = spans.remove(0);
@@ -1386,6 +1418,7 @@ mod tests {
                 },
                 spans: c.to_vec(),
                 feedback: Vec::new(),
+                log_events: Vec::new(),
             })
             .collect();
         let options = AssembleOptions {

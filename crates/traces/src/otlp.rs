@@ -35,6 +35,7 @@ use crate::problems::{ImportSummary, Problem};
 use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
 
 pub mod files;
+pub mod logs;
 mod typed;
 
 /// What an input file holds.
@@ -690,6 +691,50 @@ mod pb {
         pub(super) message: String,
         #[prost(int32, tag = "3")]
         pub(super) code: i32,
+    }
+
+    /// `opentelemetry.proto.logs.v1.LogRecord` (`logs/v1/logs.proto`); severity, flags and
+    /// the dropped count are skipped.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct LogRecord {
+        #[prost(fixed64, tag = "1")]
+        pub(super) time_unix_nano: u64,
+        #[prost(fixed64, tag = "11")]
+        pub(super) observed_time_unix_nano: u64,
+        #[prost(message, optional, tag = "5")]
+        pub(super) body: Option<AnyValue>,
+        #[prost(message, repeated, tag = "6")]
+        pub(super) attributes: Vec<KeyValue>,
+        #[prost(bytes = "vec", tag = "9")]
+        pub(super) trace_id: Vec<u8>,
+        #[prost(bytes = "vec", tag = "10")]
+        pub(super) span_id: Vec<u8>,
+        #[prost(string, tag = "12")]
+        pub(super) event_name: String,
+    }
+
+    /// `logs.v1.LogsData` (the same bytes as `ExportLogsServiceRequest`), for tests.
+    #[cfg(test)]
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct LogsData {
+        #[prost(message, repeated, tag = "1")]
+        pub(super) resource_logs: Vec<ResourceLogs>,
+    }
+
+    /// `logs.v1.ResourceLogs` (its resource is not read).
+    #[cfg(test)]
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ResourceLogs {
+        #[prost(message, repeated, tag = "2")]
+        pub(super) scope_logs: Vec<ScopeLogs>,
+    }
+
+    /// `logs.v1.ScopeLogs`.
+    #[cfg(test)]
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ScopeLogs {
+        #[prost(message, repeated, tag = "2")]
+        pub(super) log_records: Vec<LogRecord>,
     }
 
     /// `common.v1.KeyValue`.

@@ -39,6 +39,18 @@ pub struct ImportSummary {
     /// [`Self::records_dropped`] by problem kind.
     #[serde(default)]
     pub records_dropped_by: BTreeMap<String, u64>,
+    /// OTLP log records read (`import --logs`): each is used (added to its span as an event)
+    /// or skipped with its reason.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub log_records_read: u64,
+    /// Log records added to a span of a record as one of its events.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub log_records_used: u64,
+    /// Log records read and not used, by reason (`not_an_event`, `no_span`,
+    /// `trace_not_imported`, `span_not_in_trace`, `after_its_trace`, `bad_id`: see
+    /// [`crate::otlp::logs::skipped`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub log_records_skipped: BTreeMap<String, u64>,
     /// Every problem by kind (dropping or not).
     pub problems: BTreeMap<String, u64>,
     /// The first problems, located (at most [`ImportSummary::FIRST`]).
@@ -57,9 +69,12 @@ impl ImportSummary {
         }
     }
 
-    /// Whether the accounting adds up: read = used + dropped.
+    /// Whether the accounting adds up: spans read = used + dropped, and log records read =
+    /// used + skipped.
     pub fn adds_up(&self) -> bool {
         self.spans_read == self.spans_used + self.dropped()
+            && self.log_records_read
+                == self.log_records_used + self.log_records_skipped.values().sum::<u64>()
     }
 
     /// Spans dropped, all kinds.
@@ -96,6 +111,11 @@ impl ImportSummary {
         for (k, n) in other.spans_dropped {
             *self.spans_dropped.entry(k).or_default() += n;
         }
+        self.log_records_read += other.log_records_read;
+        self.log_records_used += other.log_records_used;
+        for (k, n) in other.log_records_skipped {
+            *self.log_records_skipped.entry(k).or_default() += n;
+        }
         for (k, n) in other.problems {
             *self.problems.entry(k).or_default() += n;
         }
@@ -105,4 +125,10 @@ impl ImportSummary {
             }
         }
     }
+}
+
+/// Whether a count is zero (serde's `skip_serializing_if`: summaries without logs read as
+/// before).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -157,14 +157,32 @@ pub struct TraceFeedback {
     pub feedback: oloproof_core::production::Feedback,
 }
 
-/// What one reader decoded from one input: spans, feedback, and the problems met (each span
-/// it could not decode counted in `summary.spans_dropped` under its problem kind).
+/// An OpenTelemetry log record that is an event about a span (the GenAI instrumentations'
+/// message content, evaluation results): the assembler adds it to that span's events
+/// ([`crate::otlp::logs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEvent {
+    /// The trace it belongs to (hex, as [`Span::trace_id`]).
+    pub trace_id: String,
+    /// The span it is about (hex, as [`Span::span_id`]).
+    pub span_id: String,
+    /// The event: the record's event name, time (or observed time) and attributes, with the
+    /// fields of a map body as attributes too.
+    pub event: SpanEvent,
+    /// Where the record was read.
+    pub at: Location,
+}
+
+/// What one reader decoded from one input: spans, feedback, log events, and the problems met
+/// (each span it could not decode counted in `summary.spans_dropped` under its problem kind).
 #[derive(Debug, Clone, Default)]
 pub struct Decoded {
     /// Spans, in input order.
     pub spans: Vec<Span>,
     /// Feedback and scores, in input order.
     pub feedback: Vec<TraceFeedback>,
+    /// Events read from OTLP log records, in input order.
+    pub log_events: Vec<LogEvent>,
     /// Spans read and dropped, and every problem.
     pub summary: crate::problems::ImportSummary,
 }

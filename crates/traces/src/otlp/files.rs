@@ -20,6 +20,7 @@
 
 use std::io::{BufRead, Read};
 
+use super::logs::{decode_logs_json_document, decode_logs_protobuf_into};
 use super::{decode_json_document, decode_protobuf_into, Fields};
 use crate::problems::Problem;
 use crate::span::{Decoded, Location};
@@ -168,8 +169,9 @@ impl Framing {
     }
 }
 
-/// Whether `bytes` walk as one `ExportTraceServiceRequest` to their last byte: top-level fields
-/// all `resource_spans` (1, length-delimited), none cut.
+/// Whether `bytes` walk as one `ExportTraceServiceRequest` (or `ExportLogsServiceRequest`) to
+/// their last byte: top-level fields all `resource_spans` (`resource_logs`: 1,
+/// length-delimited), none cut.
 fn one_message(bytes: &[u8]) -> bool {
     Fields::new(bytes, 0).all(|f| f.is_ok_and(|f| f.number == 1 && f.len && !f.cut))
 }
@@ -282,25 +284,66 @@ pub fn decode_protobuf_file(bytes: &[u8], file: &str) -> Decoded {
     if compression != Compression::None {
         let name = format!("{file} ({} decompressed)", compression.name());
         match decompress(bytes) {
-            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true),
+            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true, Signal::Traces),
             Err(e) => undecodable(&mut out, file, 0, compression, e),
         }
         return out;
     }
-    decode_framed(bytes, file, &mut out);
+    decode_framed(bytes, file, &mut out, Signal::Traces);
     out
 }
 
+/// Decodes an OTLP logs file, whatever its layout: JSON (`LogsData` per line, or one
+/// document) or binary `ExportLogsServiceRequest`s in any layout [`decode_protobuf_file`]
+/// reads, compressed or not. Log records that are events about a span become
+/// [`Decoded::log_events`] ([`super::logs`]).
+pub fn decode_logs_file(bytes: &[u8], file: &str) -> Decoded {
+    let mut out = Decoded::default();
+    let compression = Compression::sniff(bytes);
+    if compression != Compression::None {
+        let name = format!("{file} ({} decompressed)", compression.name());
+        match decompress(bytes) {
+            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true, Signal::Logs),
+            Err(e) => undecodable(&mut out, file, 0, compression, e),
+        }
+        return out;
+    }
+    decode_message(bytes, file, 0, &mut out, true, Signal::Logs);
+    out
+}
+
+/// Which OTLP signal a file holds: its messages are `ExportTraceServiceRequest`s or
+/// `ExportLogsServiceRequest`s (the layouts are the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Traces,
+    Logs,
+}
+
+/// Decodes one protobuf message of `signal` at `base` of `file`.
+fn decode_protobuf_message(
+    bytes: &[u8],
+    file: &str,
+    base: usize,
+    out: &mut Decoded,
+    signal: Signal,
+) {
+    match signal {
+        Signal::Traces => decode_protobuf_into(bytes, file, base, out),
+        Signal::Logs => decode_logs_protobuf_into(bytes, file, base, out),
+    }
+}
+
 /// Decodes `bytes` by the framing they have.
-fn decode_framed(bytes: &[u8], file: &str, out: &mut Decoded) {
+fn decode_framed(bytes: &[u8], file: &str, out: &mut Decoded, signal: Signal) {
     let framing = Framing::detect(bytes);
     if framing == Framing::Single {
-        decode_protobuf_into(bytes, file, 0, out);
+        decode_protobuf_message(bytes, file, 0, out, signal);
         return;
     }
     let Some(parts) = parts(bytes, framing) else {
         // Not reachable: detect() chose a framing whose sizes read.
-        decode_protobuf_into(bytes, file, 0, out);
+        decode_protobuf_message(bytes, file, 0, out, signal);
         return;
     };
     let last = parts.messages.len().saturating_sub(1);
@@ -309,7 +352,7 @@ fn decode_framed(bytes: &[u8], file: &str, out: &mut Decoded) {
             // A compressed message cut short does not decompress: say it was cut.
             break;
         }
-        decode_message(message, file, *offset, out, false);
+        decode_message(message, file, *offset, out, false, signal);
     }
     if let Some(at) = parts.cut {
         if !out.summary.problems.contains_key("truncated_protobuf") {
@@ -332,11 +375,18 @@ fn decode_framed(bytes: &[u8], file: &str, out: &mut Decoded) {
 /// Decodes one message at `offset` of `file`: zstd-compressed or not, then JSON (a
 /// `TracesData` document, or JSON Lines in a decompressed file) or protobuf (framed again when
 /// `whole_file`, a decompressed file).
-fn decode_message(message: &[u8], file: &str, offset: usize, out: &mut Decoded, whole_file: bool) {
+fn decode_message(
+    message: &[u8],
+    file: &str,
+    offset: usize,
+    out: &mut Decoded,
+    whole_file: bool,
+    signal: Signal,
+) {
     if message.starts_with(&ZSTD_MAGIC) {
         let name = format!("{file} (zstd message at byte {offset})");
         match decompress(message) {
-            Ok(plain) => decode_message(&plain, &name, 0, out, false),
+            Ok(plain) => decode_message(&plain, &name, 0, out, false, signal),
             Err(e) => undecodable(out, file, offset, Compression::Zstd, e),
         }
         return;
@@ -352,14 +402,18 @@ fn decode_message(message: &[u8], file: &str, offset: usize, out: &mut Decoded, 
             format!("{file} (message at byte {offset})")
         };
         let text = String::from_utf8_lossy(message);
-        let decoded = decode_json_document(&text, &name);
+        let decoded = match signal {
+            Signal::Traces => decode_json_document(&text, &name),
+            Signal::Logs => decode_logs_json_document(&text, &name),
+        };
         out.spans.extend(decoded.spans);
         out.feedback.extend(decoded.feedback);
+        out.log_events.extend(decoded.log_events);
         out.summary.merge(decoded.summary);
     } else if whole_file {
-        decode_framed(message, file, out);
+        decode_framed(message, file, out, signal);
     } else {
-        decode_protobuf_into(message, file, offset, out);
+        decode_protobuf_message(message, file, offset, out, signal);
     }
 }
 
