@@ -107,7 +107,9 @@ pub fn otlp_logs(data: &[u8]) {
             p.at.line = None;
         }
     }
-    let lines = text(data).map_or(0, |t| t.lines().count());
+    // The logs reader reads JSON lossily (as the trace file reader does), so its lines are
+    // those of the lossy text.
+    let lines = String::from_utf8_lossy(data).lines().count();
     if let Some(text) = text(data) {
         for (i, line) in text.lines().enumerate() {
             oloproof_traces::decode_json_line(line, &at_line(i + 1), &mut decoded);

@@ -93,6 +93,14 @@ pub(crate) fn collect(args: CollectArgs) -> Result<u8, CliError> {
         report.refused,
         report.store_failures,
     )?;
+    if report.log_records > 0 {
+        writeln!(
+            out,
+            "  and {} log record{} (POST /v1/logs), for the spans they name",
+            report.log_records,
+            if report.log_records == 1 { "" } else { "s" },
+        )?;
+    }
     if report.requests > 0 {
         writeln!(
             out,

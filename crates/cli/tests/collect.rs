@@ -217,6 +217,81 @@ const GOOD: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af
 /// One good span and one with a trace id of the wrong length.
 const PARTIAL: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"1af7651916cd43dd8448eb211c80319c","spanId":"0000000000000001","name":"rag.query","startTimeUnixNano":"1764633600000000000","endTimeUnixNano":"1764633600500000000","attributes":[{"key":"input.value","value":{"stringValue":"Where is my parcel?"}}]},{"traceId":"0af765","spanId":"0000000000000005","name":"short id"}]}]}]}"#;
 
+/// The official GenAI instrumentation of the OpenAI client sends its message content as log
+/// records to `/v1/logs`: collected beside the spans, they give each trace its answer.
+#[test]
+fn genai_log_records_are_collected_with_their_spans() {
+    let Some(py) = reference_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let collector = start(dir, "collected.db", &[]);
+    let base = collector.url.trim_end_matches("/v1/traces").to_string();
+    let app = fixtures().join("otel_app/openai_app.py");
+    let out = Command::new(&py)
+        .arg(&app)
+        .arg(dir)
+        .args(["--mode", "legacy", "--endpoint", &base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the app failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app_log = String::from_utf8_lossy(&out.stderr);
+    assert!(!app_log.contains("Failed to export"), "{app_log}");
+    let (code, summary, err) = stop(collector);
+    assert_eq!(code, Some(0), "{err}");
+    // Two traces of three spans; four log records each (three messages, one plain line).
+    assert!(
+        summary.contains("(6 spans, 0 unreadable); refused 0"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("and 8 log records (POST /v1/logs), for the spans they name"),
+        "{summary}"
+    );
+    let run = oloproof(
+        dir,
+        &[
+            "import",
+            "--collected",
+            "--store",
+            "collected.db",
+            "-o",
+            "collected.jsonl",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(
+        stdout(&run)
+            .contains("8 log records read = 6 added to their spans + 2 not used (not_an_event 2)"),
+        "{}",
+        stdout(&run)
+    );
+    // The same records as the app's files give.
+    let files = oloproof(
+        dir,
+        &[
+            "import",
+            "spans.jsonl",
+            "--logs",
+            "logs.jsonl",
+            "-o",
+            "files.jsonl",
+        ],
+    );
+    assert_eq!(files.status.code(), Some(0), "{}", stderr(&files));
+    let got = records_by_trace(&dir.join("collected.jsonl"));
+    assert_eq!(got, records_by_trace(&dir.join("files.jsonl")));
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    for t in truth["traces"].as_array().unwrap() {
+        let r = got.iter().find(|r| r["id"] == t["trace_id"]).unwrap();
+        assert_eq!(r["answer"], t["answer"]);
+    }
+}
+
 #[test]
 fn bad_requests_get_otlp_status_codes_and_the_collector_keeps_running() {
     let tmp = tempfile::tempdir().unwrap();

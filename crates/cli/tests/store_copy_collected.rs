@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use oloproof_core::store::{CollectedRequest, OtlpEncoding, StoreLocation};
+use oloproof_core::store::{CollectedRequest, OtlpEncoding, OtlpSignal, StoreLocation};
 
 /// A minimal OTLP/JSON request: one retriever span of trace `trace`.
 fn json_body(trace: &str, question: &str) -> Vec<u8> {
@@ -60,6 +60,7 @@ fn collected_requests_are_copied_once_in_order_and_byte_for_byte() {
             .map(|(i, (encoding, spans, body))| CollectedRequest {
                 seq: 0,
                 received_ms: 1_764_979_200_000 + i as i64,
+                signal: OtlpSignal::Traces,
                 encoding,
                 spans,
                 body,

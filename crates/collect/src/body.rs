@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use oloproof_core::store::OtlpEncoding;
+use oloproof_core::store::{OtlpEncoding, OtlpSignal};
 use oloproof_traces::span::Decoded;
 use oloproof_traces::RequestError;
 use prost::Message;
@@ -114,8 +114,9 @@ pub fn encoding_of(content_type: &str) -> Option<OtlpEncoding> {
     }
 }
 
-/// Reads one `POST /v1/traces` body: undoes `content_encoding` (gzip or none), keeping the
-/// result within `limit` bytes, and decodes the request.
+/// Reads one `POST /v1/traces` (or, for [`OtlpSignal::Logs`], `POST /v1/logs`) body: undoes
+/// `content_encoding` (gzip or none), keeping the result within `limit` bytes, and decodes the
+/// request.
 ///
 /// Errors: a body over the limit before or after inflating ([`Refusal::TooLarge`]), an
 /// unknown content encoding or type (415), a gzip stream that does not inflate or a body that
@@ -123,6 +124,7 @@ pub fn encoding_of(content_type: &str) -> Option<OtlpEncoding> {
 /// problems are in [`Accepted::decoded`].
 pub fn read_request(
     raw: &[u8],
+    signal: OtlpSignal,
     content_type: &str,
     content_encoding: Option<&str>,
     limit: usize,
@@ -162,8 +164,13 @@ pub fn read_request(
         }
         Some(other) => return Err(Refusal::Encoding(other.to_string())),
     };
-    let decoded = oloproof_traces::decode_request(&body, encoding.content_type())
-        .map_err(|e| Refusal::Malformed(e.to_string()))?;
+    let decoded = match signal {
+        OtlpSignal::Traces => oloproof_traces::decode_request(&body, encoding.content_type()),
+        OtlpSignal::Logs => {
+            oloproof_traces::decode_logs_request_at(&body, encoding.content_type(), "POST /v1/logs")
+        }
+    }
+    .map_err(|e| Refusal::Malformed(e.to_string()))?;
     Ok(Accepted {
         encoding,
         body,
@@ -171,10 +178,16 @@ pub fn read_request(
     })
 }
 
-/// The success body: an `ExportTraceServiceResponse`, with `partial_success` when spans were
-/// rejected (`rejected` > 0), in `encoding`. A full success is the empty message (`{}` in
-/// JSON), as the specification asks.
-pub fn success_body(encoding: OtlpEncoding, rejected: u64, message: &str) -> Vec<u8> {
+/// The success body: an `ExportTraceServiceResponse` (`ExportLogsServiceResponse` for logs:
+/// the same fields and numbers, `rejected_log_records` for `rejected_spans`), with
+/// `partial_success` when spans or records were rejected (`rejected` > 0), in `encoding`. A
+/// full success is the empty message (`{}` in JSON), as the specification asks.
+pub fn success_body(
+    encoding: OtlpEncoding,
+    signal: OtlpSignal,
+    rejected: u64,
+    message: &str,
+) -> Vec<u8> {
     let partial = (rejected > 0).then(|| ExportTracePartialSuccess {
         rejected_spans: i64::try_from(rejected).unwrap_or(i64::MAX),
         error_message: message.to_string(),
@@ -188,10 +201,16 @@ pub fn success_body(encoding: OtlpEncoding, rejected: u64, message: &str) -> Vec
             let value = match partial {
                 None => serde_json::json!({}),
                 // Proto3's JSON mapping: int64 as a string.
-                Some(p) => serde_json::json!({"partialSuccess": {
-                    "rejectedSpans": p.rejected_spans.to_string(),
-                    "errorMessage": p.error_message,
-                }}),
+                Some(p) => {
+                    let rejected = match signal {
+                        OtlpSignal::Traces => "rejectedSpans",
+                        OtlpSignal::Logs => "rejectedLogRecords",
+                    };
+                    serde_json::json!({"partialSuccess": {
+                        rejected: p.rejected_spans.to_string(),
+                        "errorMessage": p.error_message,
+                    }})
+                }
             };
             value.to_string().into_bytes()
         }
@@ -215,6 +234,7 @@ pub fn status_body(encoding: OtlpEncoding, code: i32, message: &str) -> Vec<u8> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    const T: OtlpSignal = OtlpSignal::Traces;
     use std::io::Write;
 
     const JSON: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{
@@ -234,7 +254,8 @@ mod tests {
             (gzip(JSON.as_bytes()), Some("gzip")),
             (JSON.as_bytes().to_vec(), Some("identity")),
         ] {
-            let got = read_request(&raw, "application/json; charset=utf-8", enc, 1 << 20).unwrap();
+            let got =
+                read_request(&raw, T, "application/json; charset=utf-8", enc, 1 << 20).unwrap();
             assert_eq!(got.encoding, OtlpEncoding::Json);
             assert_eq!(got.body, JSON.as_bytes());
             assert_eq!(got.decoded.spans.len(), 1);
@@ -244,11 +265,12 @@ mod tests {
 
     #[test]
     fn refusals_carry_their_http_status() {
-        let too_big = read_request(JSON.as_bytes(), "application/json", None, 10).unwrap_err();
+        let too_big = read_request(JSON.as_bytes(), T, "application/json", None, 10).unwrap_err();
         assert_eq!(too_big.http_status(), 413);
         // A small gzip body that inflates past the limit (a "zip bomb") is refused too.
         let bomb = gzip(&vec![b' '; 100_000]);
-        let inflated = read_request(&bomb, "application/json", Some("gzip"), 50_000).unwrap_err();
+        let inflated =
+            read_request(&bomb, T, "application/json", Some("gzip"), 50_000).unwrap_err();
         assert_eq!(
             inflated,
             Refusal::TooLarge {
@@ -257,31 +279,61 @@ mod tests {
             }
         );
         assert_eq!(
-            read_request(b"x", "text/plain", None, 100)
+            read_request(b"x", T, "text/plain", None, 100)
                 .unwrap_err()
                 .http_status(),
             415
         );
         assert_eq!(
-            read_request(JSON.as_bytes(), "application/json", Some("br"), 1 << 20)
+            read_request(JSON.as_bytes(), T, "application/json", Some("br"), 1 << 20)
                 .unwrap_err()
                 .http_status(),
             415
         );
-        let not_json = read_request(b"{", "application/json", None, 100).unwrap_err();
+        let not_json = read_request(b"{", T, "application/json", None, 100).unwrap_err();
         assert_eq!(not_json.http_status(), 400);
         assert!(not_json.to_string().contains("not JSON"), "{not_json}");
-        let not_gzip = read_request(b"plain", "application/json", Some("gzip"), 100).unwrap_err();
+        let not_gzip =
+            read_request(b"plain", T, "application/json", Some("gzip"), 100).unwrap_err();
         assert_eq!(not_gzip.http_status(), 400);
-        let garbage = read_request(&[0xff; 16], "application/x-protobuf", None, 100).unwrap_err();
+        let garbage =
+            read_request(&[0xff; 16], T, "application/x-protobuf", None, 100).unwrap_err();
         assert_eq!(garbage.http_status(), 400);
     }
 
     #[test]
+    fn a_logs_request_is_read_as_logs_and_a_traces_body_there_is_refused() {
+        let logs = r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{
+          "eventName":"gen_ai.user.message","traceId":"0af7651916cd43dd8448eb211c80319c",
+          "spanId":"b7ad6b7169203331","body":{"kvlistValue":{"values":[
+            {"key":"content","value":{"stringValue":"hi"}}]}}}]}]}]}"#;
+        let got = read_request(
+            logs.as_bytes(),
+            OtlpSignal::Logs,
+            "application/json",
+            None,
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(got.decoded.log_events.len(), 1);
+        assert_eq!(got.decoded.log_events[0].at.file, "POST /v1/logs");
+        let wrong = read_request(
+            JSON.as_bytes(),
+            OtlpSignal::Logs,
+            "application/json",
+            None,
+            1 << 20,
+        )
+        .unwrap_err();
+        assert_eq!(wrong.http_status(), 400);
+        assert!(wrong.to_string().contains("not OTLP `LogsData`"), "{wrong}");
+    }
+
+    #[test]
     fn response_bodies_follow_the_otlp_messages() {
-        assert!(success_body(OtlpEncoding::Protobuf, 0, "").is_empty());
-        assert_eq!(success_body(OtlpEncoding::Json, 0, ""), b"{}");
-        let partial = success_body(OtlpEncoding::Protobuf, 3, "bad span");
+        assert!(success_body(OtlpEncoding::Protobuf, T, 0, "").is_empty());
+        assert_eq!(success_body(OtlpEncoding::Json, T, 0, ""), b"{}");
+        let partial = success_body(OtlpEncoding::Protobuf, T, 3, "bad span");
         let back = ExportTraceServiceResponse::decode(partial.as_slice()).unwrap();
         let p = back.partial_success.unwrap();
         assert_eq!(
@@ -289,8 +341,16 @@ mod tests {
             (3, "bad span")
         );
         let json: serde_json::Value =
-            serde_json::from_slice(&success_body(OtlpEncoding::Json, 3, "bad span")).unwrap();
+            serde_json::from_slice(&success_body(OtlpEncoding::Json, T, 3, "bad span")).unwrap();
         assert_eq!(json["partialSuccess"]["rejectedSpans"], "3");
+        let logs: serde_json::Value = serde_json::from_slice(&success_body(
+            OtlpEncoding::Json,
+            OtlpSignal::Logs,
+            2,
+            "bad record",
+        ))
+        .unwrap();
+        assert_eq!(logs["partialSuccess"]["rejectedLogRecords"], "2");
         let status = RpcStatus::decode(
             status_body(OtlpEncoding::Protobuf, CODE_INVALID_ARGUMENT, "no").as_slice(),
         )

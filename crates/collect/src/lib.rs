@@ -1,6 +1,7 @@
-//! `oloproof collect`: an OTLP/HTTP trace receiver. An instrumented app points its exporter
-//! at it (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces`); each
-//! `POST /v1/traces` (protobuf or JSON, gzip or not) is decoded, answered as the OTLP/HTTP
+//! `oloproof collect`: an OTLP/HTTP trace (and log) receiver. An instrumented app points its
+//! exporter at it (`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318`); each
+//! `POST /v1/traces` (protobuf or JSON, gzip or not) — and each `POST /v1/logs`, whose GenAI
+//! events (message content) join their spans on import — is decoded, answered as the OTLP/HTTP
 //! specification says, and recorded verbatim in the run store, where `oloproof import
 //! --collected` turns it into trace records like any file.
 //!
@@ -104,6 +105,8 @@ pub struct CollectReport {
     pub spans: u64,
     /// Spans in recorded requests that could not be read (answered as `partial_success`).
     pub spans_rejected: u64,
+    /// Log records read from recorded `POST /v1/logs` requests.
+    pub log_records: u64,
     /// Requests refused (400, 404, 405, 413, 415).
     pub refused: u64,
     /// Requests answered 503 because the store could not be written.

@@ -2,25 +2,38 @@
 //! its spans and problems located in `POST /v1/traces #SEQ` (the request's place in arrival
 //! order, with byte offsets for protobuf).
 
-use oloproof_core::store::{CollectedRequest, Store, StoreResult};
+use oloproof_core::store::{CollectedRequest, OtlpSignal, Store, StoreResult};
 use oloproof_traces::problems::Problem;
 use oloproof_traces::span::{Decoded, Location};
 
 /// Requests read per store query.
 pub const PAGE: usize = 64;
 
-/// Where a collected request's spans are said to come from.
+/// Where a collected request's spans are said to come from (`POST /v1/traces #SEQ`).
 pub fn request_location(seq: i64) -> String {
-    format!("POST /v1/traces #{seq}")
+    signal_location(OtlpSignal::Traces, seq)
+}
+
+/// Where a collected request of `signal` is said to come from (`POST /v1/logs #SEQ`).
+pub fn signal_location(signal: OtlpSignal, seq: i64) -> String {
+    format!("POST {} #{seq}", signal.path())
 }
 
 /// Decodes one stored request. A body that no longer decodes as a whole (stored by another
 /// version, damaged) is one dropped input record with its reason, never an error that stops
 /// the import.
 pub fn decode_collected(request: &CollectedRequest) -> Decoded {
-    let file = request_location(request.seq);
-    match oloproof_traces::decode_request_at(&request.body, request.encoding.content_type(), &file)
-    {
+    let file = signal_location(request.signal, request.seq);
+    let content_type = request.encoding.content_type();
+    let decoded = match request.signal {
+        OtlpSignal::Traces => {
+            oloproof_traces::decode_request_at(&request.body, content_type, &file)
+        }
+        OtlpSignal::Logs => {
+            oloproof_traces::decode_logs_request_at(&request.body, content_type, &file)
+        }
+    };
+    match decoded {
         Ok(decoded) => decoded,
         Err(e) => {
             let mut decoded = Decoded::default();

@@ -1,5 +1,5 @@
-//! The HTTP side: binding (loopback unless allowed otherwise), `POST /v1/traces`, and the one
-//! writer thread that records accepted requests in the store.
+//! The HTTP side: binding (loopback unless allowed otherwise), `POST /v1/traces` and
+//! `POST /v1/logs`, and the one writer thread that records accepted requests in the store.
 //!
 //! A request is answered once it is committed to the store, so a 200 means the spans are kept
 //! (an exporter retries what it was not told was kept). Handlers never touch the store: they
@@ -19,7 +19,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use oloproof_core::store::{CollectedRequest, OtlpEncoding, Store, StoreLocation};
+use oloproof_core::store::{CollectedRequest, OtlpEncoding, OtlpSignal, Store, StoreLocation};
 
 use crate::body::{self, Refusal};
 use crate::{CollectError, CollectReport, CollectorSettings};
@@ -55,6 +55,7 @@ struct Counters {
     requests: AtomicU64,
     spans: AtomicU64,
     spans_rejected: AtomicU64,
+    log_records: AtomicU64,
     refused: AtomicU64,
     store_failures: AtomicU64,
 }
@@ -161,6 +162,7 @@ impl Collector {
             requests: c.requests.load(Ordering::Relaxed),
             spans: c.spans.load(Ordering::Relaxed),
             spans_rejected: c.spans_rejected.load(Ordering::Relaxed),
+            log_records: c.log_records.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             store_failures: c.store_failures.load(Ordering::Relaxed),
         })
@@ -197,6 +199,7 @@ fn write_loop(mut store: Box<dyn Store>, rx: mpsc::Receiver<Pending>) {
 fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/traces", post(traces).fallback(fallback))
+        .route("/v1/logs", post(logs).fallback(fallback))
         .fallback(fallback)
         .with_state(state)
 }
@@ -226,6 +229,20 @@ fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 async fn traces(State(state): State<Arc<AppState>>, headers: HeaderMap, raw: Body) -> Response {
+    receive(state, OtlpSignal::Traces, headers, raw).await
+}
+
+async fn logs(State(state): State<Arc<AppState>>, headers: HeaderMap, raw: Body) -> Response {
+    receive(state, OtlpSignal::Logs, headers, raw).await
+}
+
+/// One `POST` of `signal`: read, handed to the writer, answered once it is committed.
+async fn receive(
+    state: Arc<AppState>,
+    signal: OtlpSignal,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
     let content_type = header_text(&headers, header::CONTENT_TYPE).unwrap_or("");
     // Errors are answered in the request's encoding when it is JSON, else in protobuf.
     let reply_encoding = body::encoding_of(content_type).unwrap_or(OtlpEncoding::Protobuf);
@@ -244,12 +261,16 @@ async fn traces(State(state): State<Arc<AppState>>, headers: HeaderMap, raw: Bod
         return refuse(&state, reply_encoding, &too_large);
     };
     let encoding_header = header_text(&headers, header::CONTENT_ENCODING);
-    let accepted = match body::read_request(&raw, content_type, encoding_header, limit) {
+    let accepted = match body::read_request(&raw, signal, content_type, encoding_header, limit) {
         Ok(a) => a,
         Err(refusal) => return refuse(&state, reply_encoding, &refusal),
     };
     let rejected = accepted.decoded.summary.dropped() + accepted.decoded.summary.records_dropped;
-    let spans = accepted.decoded.spans.len() as u64;
+    // For logs, the records read (each kept for its span or counted by reason).
+    let spans = match signal {
+        OtlpSignal::Traces => accepted.decoded.spans.len() as u64,
+        OtlpSignal::Logs => accepted.decoded.summary.log_records_read,
+    };
     let first_problem = accepted
         .decoded
         .summary
@@ -262,6 +283,7 @@ async fn traces(State(state): State<Arc<AppState>>, headers: HeaderMap, raw: Bod
         request: CollectedRequest {
             seq: 0,
             received_ms: now_ms(),
+            signal,
             encoding: accepted.encoding,
             spans: i64::try_from(spans).unwrap_or(i64::MAX),
             body: accepted.body,
@@ -301,26 +323,38 @@ async fn traces(State(state): State<Arc<AppState>>, headers: HeaderMap, raw: Bod
     }
     let c = &state.counters;
     c.requests.fetch_add(1, Ordering::Relaxed);
-    c.spans.fetch_add(spans, Ordering::Relaxed);
-    c.spans_rejected.fetch_add(rejected, Ordering::Relaxed);
-    tracing::debug!(spans, rejected, "recorded an OTLP request");
+    match signal {
+        OtlpSignal::Traces => {
+            c.spans.fetch_add(spans, Ordering::Relaxed);
+            c.spans_rejected.fetch_add(rejected, Ordering::Relaxed);
+        }
+        OtlpSignal::Logs => {
+            c.log_records.fetch_add(spans, Ordering::Relaxed);
+        }
+    }
+    tracing::debug!(
+        signal = signal.as_str(),
+        spans,
+        rejected,
+        "recorded an OTLP request"
+    );
     respond(
         StatusCode::OK,
         accepted.encoding,
-        body::success_body(accepted.encoding, rejected, &first_problem),
+        body::success_body(accepted.encoding, signal, rejected, &first_problem),
     )
 }
 
 async fn fallback(State(state): State<Arc<AppState>>, method: Method, uri: Uri) -> Response {
     state.counters.refused.fetch_add(1, Ordering::Relaxed);
     let (status, message) = match uri.path() {
-        "/v1/traces" => (
+        path @ ("/v1/traces" | "/v1/logs") => (
             StatusCode::METHOD_NOT_ALLOWED,
-            format!("{method} is not supported on /v1/traces: OTLP/HTTP exporters POST"),
+            format!("{method} is not supported on {path}: OTLP/HTTP exporters POST"),
         ),
         path => (
             StatusCode::NOT_FOUND,
-            format!("no endpoint {path}: this collector receives traces at POST /v1/traces (metrics and logs are not collected)"),
+            format!("no endpoint {path}: this collector receives traces at POST /v1/traces and logs at POST /v1/logs (metrics are not collected)"),
         ),
     };
     let mut response = respond(

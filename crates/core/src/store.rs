@@ -693,7 +693,8 @@ pub trait ArtifactStore: Send {
 /// The encoding of a collected OTLP/HTTP request body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OtlpEncoding {
-    /// `application/x-protobuf`: a binary `ExportTraceServiceRequest`.
+    /// `application/x-protobuf`: a binary `ExportTraceServiceRequest` (or
+    /// `ExportLogsServiceRequest`).
     Protobuf,
     /// `application/json`: the same request in OTLP's JSON mapping.
     Json,
@@ -726,6 +727,44 @@ impl OtlpEncoding {
     }
 }
 
+/// The OpenTelemetry signal a collected request carries: what it was posted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OtlpSignal {
+    /// `POST /v1/traces`: an `ExportTraceServiceRequest`.
+    #[default]
+    Traces,
+    /// `POST /v1/logs`: an `ExportLogsServiceRequest` (the GenAI instrumentations' message
+    /// content and evaluation events).
+    Logs,
+}
+
+impl OtlpSignal {
+    /// The stored text (`traces`, `logs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpSignal::Traces => "traces",
+            OtlpSignal::Logs => "logs",
+        }
+    }
+
+    /// Parses the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "traces" => Some(OtlpSignal::Traces),
+            "logs" => Some(OtlpSignal::Logs),
+            _ => None,
+        }
+    }
+
+    /// The OTLP/HTTP path it is posted to (`/v1/traces`, `/v1/logs`).
+    pub fn path(self) -> &'static str {
+        match self {
+            OtlpSignal::Traces => "/v1/traces",
+            OtlpSignal::Logs => "/v1/logs",
+        }
+    }
+}
+
 /// One OTLP/HTTP request body received by `oloproof collect`, kept as it was sent (after
 /// its `Content-Encoding` was undone), so that importing it later runs the same reader as a
 /// file and locates every problem in it.
@@ -735,9 +774,11 @@ pub struct CollectedRequest {
     pub seq: i64,
     /// When it was received, Unix milliseconds.
     pub received_ms: i64,
+    /// The signal: spans or log records.
+    pub signal: OtlpSignal,
     /// How the body is encoded.
     pub encoding: OtlpEncoding,
-    /// The spans the collector read from it when it arrived.
+    /// The spans (log records, for logs) the collector read from it when it arrived.
     pub spans: i64,
     /// The body.
     pub body: Vec<u8>,

@@ -31,8 +31,8 @@ use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, redact_url, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord,
     CaseRecord, CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest,
-    MonitorRecord, NewRun, OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore,
-    StoreError, StoreResult, VerdictRecord, WorkerId,
+    MonitorRecord, NewRun, OtlpEncoding, OtlpSignal, RecordedAnalysis, RunExport, RunId, RunStatus,
+    RunStore, StoreError, StoreResult, VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use postgres::error::SqlState;
@@ -45,10 +45,14 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/postgres/0001_initial.sql")),
     (2, include_str!("../migrations/postgres/0002_collected.sql")),
     (3, include_str!("../migrations/postgres/0003_monitors.sql")),
+    (
+        4,
+        include_str!("../migrations/postgres/0004_collected_logs.sql"),
+    ),
 ];
 
 /// The schema version a database has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long to keep retrying an operation whose connection was lost, in seconds (default
 /// [`DEFAULT_RETRY_S`]).
@@ -947,18 +951,19 @@ impl CollectStore for PgStore {
         }
         self.run_op(None, |c| {
             let received: Vec<i64> = requests.iter().map(|r| r.received_ms).collect();
+            let signals: Vec<&str> = requests.iter().map(|r| r.signal.as_str()).collect();
             let encodings: Vec<&str> = requests.iter().map(|r| r.encoding.as_str()).collect();
             let spans: Vec<i64> = requests.iter().map(|r| r.spans).collect();
             let bodies: Vec<&[u8]> = requests.iter().map(|r| r.body.as_slice()).collect();
             // One statement (an implicit transaction); `WITH ORDINALITY` keeps the given order.
             let rows = c.query(
-                "INSERT INTO collected_requests(received_ms, encoding, spans, body)
-                 SELECT u.received_ms, u.encoding, u.spans, u.body
-                   FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bytea[])
-                        WITH ORDINALITY AS u(received_ms, encoding, spans, body, n)
+                "INSERT INTO collected_requests(received_ms, signal, encoding, spans, body)
+                 SELECT u.received_ms, u.signal, u.encoding, u.spans, u.body
+                   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bytea[])
+                        WITH ORDINALITY AS u(received_ms, signal, encoding, spans, body, n)
                   ORDER BY u.n
                  RETURNING seq",
-                &[&received, &encodings, &spans, &bodies],
+                &[&received, &signals, &encodings, &spans, &bodies],
             )?;
             let mut seqs = rows
                 .iter()
@@ -972,7 +977,7 @@ impl CollectStore for PgStore {
     fn collected_page(&self, after: i64, limit: usize) -> StoreResult<Vec<CollectedRequest>> {
         self.run_op(None, |c| {
             let rows = c.query(
-                "SELECT seq, received_ms, encoding, spans, body FROM collected_requests
+                "SELECT seq, received_ms, encoding, spans, body, signal FROM collected_requests
                   WHERE seq > $1 ORDER BY seq LIMIT $2",
                 &[&after, &(limit as i64)],
             )?;
@@ -981,9 +986,13 @@ impl CollectStore for PgStore {
                 let encoding: String = r.try_get(2)?;
                 let parsed = OtlpEncoding::parse(&encoding)
                     .ok_or_else(|| corrupt_text("request encoding", &encoding))?;
+                let signal: String = r.try_get(5)?;
+                let signal = OtlpSignal::parse(&signal)
+                    .ok_or_else(|| corrupt_text("request signal", &signal))?;
                 out.push(CollectedRequest {
                     seq: r.try_get(0)?,
                     received_ms: r.try_get(1)?,
+                    signal,
                     encoding: parsed,
                     spans: r.try_get(3)?,
                     body: r.try_get(4)?,

@@ -14,8 +14,8 @@ use oloproof_core::run::RunRecord;
 use oloproof_core::store::{
     encode, ArtifactStore, CacheEntry, CacheLayer, CacheStore, CalibrationRecord, CaseRecord,
     CaseResult, CaseState, Claim, ClaimedCase, CollectStore, CollectedRequest, MonitorRecord,
-    NewRun, OtlpEncoding, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore, StoreError,
-    StoreResult, VerdictRecord, WorkerId,
+    NewRun, OtlpEncoding, OtlpSignal, RecordedAnalysis, RunExport, RunId, RunStatus, RunStore,
+    StoreError, StoreResult, VerdictRecord, WorkerId,
 };
 use oloproof_core::summary::RunSummary;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -28,10 +28,14 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/sqlite/0002_leases.sql")),
     (3, include_str!("../migrations/sqlite/0003_collected.sql")),
     (4, include_str!("../migrations/sqlite/0004_monitors.sql")),
+    (
+        5,
+        include_str!("../migrations/sqlite/0005_collected_logs.sql"),
+    ),
 ];
 
 /// The schema version a store has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The wait for locks: [`ENV_BUSY_TIMEOUT`] when set, else [`DEFAULT_BUSY_TIMEOUT_S`].
 fn busy_timeout() -> StoreResult<Duration> {
@@ -745,13 +749,19 @@ impl CollectStore for SqliteStore {
         {
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO collected_requests(received_ms, encoding, spans, body)
-                     VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO collected_requests(received_ms, signal, encoding, spans, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(e)?;
             for r in requests {
                 insert
-                    .execute(params![r.received_ms, r.encoding.as_str(), r.spans, r.body])
+                    .execute(params![
+                        r.received_ms,
+                        r.signal.as_str(),
+                        r.encoding.as_str(),
+                        r.spans,
+                        r.body
+                    ])
                     .map_err(e)?;
                 seqs.push(tx.last_insert_rowid());
             }
@@ -764,16 +774,19 @@ impl CollectStore for SqliteStore {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, received_ms, encoding, spans, body FROM collected_requests
+                "SELECT seq, received_ms, encoding, spans, body, signal FROM collected_requests
                  WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             )
             .map_err(self.err())?;
         let rows = stmt
             .query_map(params![after, limit as i64], |r| {
                 let encoding: String = r.get(2)?;
+                let signal: String = r.get(5)?;
                 Ok(CollectedRequest {
                     seq: r.get(0)?,
                     received_ms: r.get(1)?,
+                    signal: OtlpSignal::parse(&signal)
+                        .ok_or_else(|| bad_text(5, "request signal", &signal))?,
                     encoding: OtlpEncoding::parse(&encoding)
                         .ok_or_else(|| bad_text(2, "request encoding", &encoding))?,
                     spans: r.get(3)?,

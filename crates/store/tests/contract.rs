@@ -12,7 +12,7 @@ use oloproof_core::settings::RunSettings;
 use oloproof_core::source::{SourceError, YamlDocument};
 use oloproof_core::store::{
     CacheLayer, CaseResult, CaseState, Claim, CollectedRequest, MonitorRecord, NewRun,
-    OtlpEncoding, RunId, RunStatus, Store, StoreError, StoreLocation, WorkerId,
+    OtlpEncoding, OtlpSignal, RunId, RunStatus, Store, StoreError, StoreLocation, WorkerId,
 };
 use oloproof_core::summary::{CacheCounts, HitMiss, RunSummary, SummaryKind};
 use oloproof_core::trace::Trace;
@@ -544,6 +544,12 @@ fn collected_requests_keep_their_order_and_bytes(b: &Backend) {
     let request = |i: u8, encoding| CollectedRequest {
         seq: 0,
         received_ms: 1_700_000_000_000 + i64::from(i),
+        // Both signals, so that each backend is seen to keep which one a request carries.
+        signal: if i == 2 {
+            OtlpSignal::Logs
+        } else {
+            OtlpSignal::Traces
+        },
         encoding,
         spans: i64::from(i),
         // Every byte value, so that a backend storing text would corrupt it.

@@ -53,6 +53,7 @@ pub mod timestamp;
 pub use assemble::{AssembleOptions, Assembler, RecordLine};
 pub use error::RequestError;
 pub use otlp::files::{decode_logs_file, decode_protobuf_file, undecodable_problem, Compression};
+pub use otlp::logs::decode_logs_request_at;
 pub use otlp::{
     decode_json_document, decode_json_line, decode_json_lines, decode_protobuf, decode_request,
     decode_request_at, InputFormat,

@@ -300,6 +300,64 @@ fn json_record(v: &Value, at: &Location, out: &mut Decoded) {
     keep(record, at.clone(), out);
 }
 
+/// Decodes one OTLP/HTTP logs request body (`POST /v1/logs`: protobuf or JSON by
+/// `content_type`), its records located in `at` (`POST /v1/logs`, or `POST /v1/logs #SEQ`
+/// for a stored one).
+///
+/// # Errors
+///
+/// Another content type, a JSON body that is not UTF-8 or not JSON, and a body of which no log
+/// record could be read while something was unreadable (not an OTLP logs request). A request
+/// with some unreadable records is read; they are counted in its summary.
+pub fn decode_logs_request_at(
+    bytes: &[u8],
+    content_type: &str,
+    at: &str,
+) -> Result<Decoded, crate::error::RequestError> {
+    use crate::error::RequestError;
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let mut out = Decoded::default();
+    match media.as_str() {
+        "application/x-protobuf" | "application/protobuf" => {
+            decode_logs_protobuf_into(bytes, at, 0, &mut out)
+        }
+        "application/json" => {
+            let text = std::str::from_utf8(bytes).map_err(|e| RequestError::Malformed {
+                message: format!("the JSON body is not UTF-8: {e}"),
+            })?;
+            let value: Value = serde_json::from_str(text).map_err(|e| RequestError::Malformed {
+                message: format!("the body is not JSON: {e}"),
+            })?;
+            let location = Location {
+                file: at.into(),
+                line: None,
+                byte_offset: None,
+            };
+            decode_logs_json_value(&value, &location, &mut out);
+        }
+        other => {
+            return Err(RequestError::UnsupportedContentType {
+                content_type: other.to_string(),
+            })
+        }
+    }
+    if out.summary.log_records_read == 0 && out.summary.records_dropped > 0 {
+        let message = out
+            .summary
+            .first
+            .first()
+            .map(|p| format!("{}: {}", p.kind, p.message))
+            .unwrap_or_else(|| "no log record could be read".into());
+        return Err(RequestError::Malformed { message });
+    }
+    Ok(out)
+}
+
 /// Decodes one binary `ExportLogsServiceRequest` (or `LogsData`) that starts at byte `base`
 /// of `file` into `out`, records located by byte offset.
 pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, out: &mut Decoded) {

@@ -1,0 +1,3 @@
+-- Schema 5: `oloproof collect` also receives OTLP logs (`POST /v1/logs`: the GenAI
+-- instrumentations' message content); each request says which signal it carries.
+ALTER TABLE collected_requests ADD COLUMN signal TEXT NOT NULL DEFAULT 'traces';
