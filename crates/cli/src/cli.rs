@@ -78,8 +78,9 @@ pub(crate) enum Command {
     /// Turn a reviewed queue (`monitor --review-queue`, labels filled) into golden cases: a
     /// pass keeps production's answer as the reference, a failure takes the reviewer's.
     Promote(crate::promote_cmd::PromoteArgs),
-    /// Receive OTLP/HTTP traces (`POST /v1/traces`, protobuf or JSON) from instrumented apps
-    /// into the run store, until Ctrl-C; `import --collected` turns them into trace records.
+    /// Receive OTLP/HTTP traces and logs (`POST /v1/traces`, `POST /v1/logs`; protobuf or
+    /// JSON) from instrumented apps into the run store, until Ctrl-C; `import --collected`
+    /// turns them into trace records.
     Collect(crate::collect_cmd::CollectArgs),
     /// Move runs between stores (`store copy SRC DST`: SQLite to Postgres and back).
     Store(crate::store_cmd::StoreCommandArgs),

@@ -68,7 +68,6 @@ struct Record {
 
 /// Turns a read record into an event of its span, or counts why it is not one.
 fn keep(record: Record, at: Location, out: &mut Decoded) {
-    out.summary.log_records_read += 1;
     let Record {
         trace_id,
         span_id,
@@ -80,16 +79,17 @@ fn keep(record: Record, at: Location, out: &mut Decoded) {
     let (trace_id, span_id) = match (trace_id, span_id) {
         (Ok(t), Ok(s)) => (t, s),
         (Err(e), _) | (_, Err(e)) => {
-            // Read, but not usable: counted read and skipped, and the problem located.
-            skip(&mut out.summary, "bad_id");
-            out.summary.note(Problem {
+            // An id that is not one: an unreadable input record (it counts against
+            // --max-error-rate, as a bad line does), located.
+            out.summary.drop_record(Problem {
                 kind: "bad_id".into(),
                 at,
-                message: format!("a log record's {e}; the record is not joined to a span"),
+                message: format!("a log record's {e}; the record is dropped"),
             });
             return;
         }
     };
+    out.summary.log_records_read += 1;
     let name = if event_name.is_empty() {
         match attributes.remove("event.name") {
             Some(Value::String(s)) => s,
@@ -410,6 +410,10 @@ pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, o
             if !(f.len && (f.number == 2 || f.number == 1000)) {
                 continue;
             }
+            // A message whose declared length runs past the end was cut: between two whole
+            // records too, where no record is itself cut.
+            let cut_at = (top.cut || f.cut).then_some(base + bytes.len());
+            let mut reported = false;
             for rf in Fields::new(f.data, f.data_offset) {
                 let rf = match rf {
                     Ok(rf) => rf,
@@ -423,7 +427,8 @@ pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, o
                 }
                 if rf.cut {
                     unreadable(out, WalkError::Truncated(rf.offset));
-                    break 'top;
+                    reported = true;
+                    break;
                 }
                 match pb::LogRecord::decode(rf.data) {
                     Ok(r) => pb_record(r, at(rf.offset), out),
@@ -435,6 +440,12 @@ pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, o
                         ),
                     }),
                 }
+            }
+            if let Some(end) = cut_at {
+                if !reported {
+                    unreadable(out, WalkError::Truncated(end));
+                }
+                break 'top;
             }
         }
     }
@@ -487,8 +498,13 @@ pub(crate) fn attach(
         return;
     }
     let mut touched = vec![false; spans.len()];
+    // The first span of each id (a later duplicate is dropped when the record is built).
+    let mut index: foldhash::HashMap<String, usize> = foldhash::HashMap::default();
+    for (i, s) in spans.iter().enumerate() {
+        index.entry(s.span_id.clone()).or_insert(i);
+    }
     for e in events {
-        let Some(i) = spans.iter().position(|s| s.span_id == e.span_id) else {
+        let Some(&i) = index.get(&e.span_id) else {
             skip(summary, skipped::SPAN_NOT_IN_TRACE);
             continue;
         };
@@ -574,7 +590,11 @@ mod tests {
             {"eventName": "gen_ai.choice", "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "not-an-id"}
         ]));
         decode_logs_json_line(&l, &at(), &mut out);
-        assert_eq!(out.summary.log_records_read, 4);
+        assert_eq!(
+            out.summary.log_records_read, 3,
+            "the record with a bad id is not read"
+        );
+        assert_eq!(out.summary.records_dropped_by["bad_id"], 1);
         assert_eq!(
             out.log_events.len(),
             1,
@@ -588,7 +608,6 @@ mod tests {
             .contains_key("event.name"));
         assert_eq!(out.summary.log_records_skipped[skipped::NOT_AN_EVENT], 1);
         assert_eq!(out.summary.log_records_skipped[skipped::NO_SPAN], 1);
-        assert_eq!(out.summary.log_records_skipped["bad_id"], 1);
         assert_eq!(out.summary.problems["bad_id"], 1);
         assert_eq!(out.summary.first[0].at.to_string(), "logs.jsonl:1");
         assert!(
@@ -676,6 +695,26 @@ mod tests {
         decode_logs_protobuf_into(&bytes[..bytes.len() - 5], "logs.pb", 0, &mut cut);
         assert_eq!(cut.log_events.len(), 1, "the record before the cut is kept");
         assert_eq!(cut.summary.records_dropped_by["truncated_protobuf"], 1);
+        // Cut exactly after the first record: no record is cut, the message still is.
+        let second = pb_logs(vec![pb_record(
+            "gen_ai.system.message",
+            2,
+            "Answer briefly.",
+        )]);
+        let record_len = second.len() - 6; // the three one-byte tags and lengths around it
+        let mut boundary = Decoded::default();
+        decode_logs_protobuf_into(
+            &bytes[..bytes.len() - record_len - 2],
+            "logs.pb",
+            0,
+            &mut boundary,
+        );
+        assert_eq!(boundary.log_events.len(), 1);
+        assert_eq!(boundary.summary.records_dropped_by["truncated_protobuf"], 1);
+        assert_eq!(
+            boundary.summary.first[0].at.byte_offset,
+            Some((bytes.len() - record_len - 2) as u64)
+        );
     }
 
     #[test]
