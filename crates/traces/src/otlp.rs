@@ -134,35 +134,42 @@ pub fn decode_json_lines<S: AsRef<str> + Sync>(
 /// does not parse as one document — JSON Lines ([`decode_json_line`] on each line, located by
 /// line number).
 pub fn decode_json_document(text: &str, file: &str) -> Decoded {
+    json_document(text, file, decode_json_value, decode_json_line)
+}
+
+/// A whole JSON document of one OTLP signal: `value` reads each object (the document, or each
+/// element of an array, located `file[i]`); when the text does not parse as one document,
+/// `line` reads each line, located by its number.
+fn json_document(
+    text: &str,
+    file: &str,
+    value: fn(&Value, &Location, &mut Decoded),
+    line: fn(&str, &Location, &mut Decoded),
+) -> Decoded {
     let mut out = Decoded::default();
     let trimmed = text.trim_start_matches('\u{feff}');
     match serde_json::from_str::<Value>(trimmed) {
         Ok(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                let at = Location {
-                    file: format!("{file}[{i}]"),
-                    line: None,
-                    byte_offset: None,
-                };
-                decode_json_value(item, &at, &mut out);
+                value(item, &Location::element(file, i), &mut out);
             }
         }
-        Ok(value) => {
+        Ok(document) => {
             let at = Location {
                 file: file.to_string(),
                 line: None,
                 byte_offset: None,
             };
-            decode_json_value(&value, &at, &mut out);
+            value(&document, &at, &mut out);
         }
         Err(_) => {
-            for (i, line) in trimmed.lines().enumerate() {
+            for (i, text) in trimmed.lines().enumerate() {
                 let at = Location {
                     file: file.to_string(),
                     line: Some(i + 1),
                     byte_offset: None,
                 };
-                decode_json_line(line, &at, &mut out);
+                line(text, &at, &mut out);
             }
         }
     }
@@ -1250,14 +1257,34 @@ pub fn decode_request_at(
     content_type: &str,
     at: &str,
 ) -> Result<Decoded, RequestError> {
+    let decoded = request_body(
+        bytes,
+        content_type,
+        at,
+        decode_protobuf_into,
+        decode_json_value,
+    )?;
+    readable(decoded, |d| !d.spans.is_empty(), "no span could be read")
+}
+
+/// One OTLP/HTTP body of a signal, by `content_type`: `protobuf` reads a binary message (from
+/// byte 0), `json` the parsed JSON; everything located in `at`.
+fn request_body(
+    bytes: &[u8],
+    content_type: &str,
+    at: &str,
+    protobuf: fn(&[u8], &str, usize, &mut Decoded),
+    json: fn(&Value, &Location, &mut Decoded),
+) -> Result<Decoded, RequestError> {
     let media = content_type
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let decoded = match media.as_str() {
-        "application/x-protobuf" | "application/protobuf" => decode_protobuf(bytes, at),
+    let mut out = Decoded::default();
+    match media.as_str() {
+        "application/x-protobuf" | "application/protobuf" => protobuf(bytes, at, 0, &mut out),
         "application/json" => {
             let text = std::str::from_utf8(bytes).map_err(|e| RequestError::Malformed {
                 message: format!("the JSON body is not UTF-8: {e}"),
@@ -1265,31 +1292,36 @@ pub fn decode_request_at(
             let value: Value = serde_json::from_str(text).map_err(|e| RequestError::Malformed {
                 message: format!("the body is not JSON: {e}"),
             })?;
-            let mut out = Decoded::default();
-            decode_json_value(
-                &value,
-                &Location {
-                    file: at.into(),
-                    line: None,
-                    byte_offset: None,
-                },
-                &mut out,
-            );
-            out
+            let location = Location {
+                file: at.into(),
+                line: None,
+                byte_offset: None,
+            };
+            json(&value, &location, &mut out);
         }
         other => {
             return Err(RequestError::UnsupportedContentType {
                 content_type: other.to_string(),
             })
         }
-    };
-    if decoded.spans.is_empty() && decoded.summary.records_dropped > 0 {
+    }
+    Ok(out)
+}
+
+/// `decoded`, unless nothing of it could be `read` while something was unreadable: then the
+/// body is not a request of its signal, and its first problem (or `nothing`) says why.
+fn readable(
+    decoded: Decoded,
+    read: impl Fn(&Decoded) -> bool,
+    nothing: &str,
+) -> Result<Decoded, RequestError> {
+    if !read(&decoded) && decoded.summary.records_dropped > 0 {
         let message = decoded
             .summary
             .first
             .first()
             .map(|p| format!("{}: {}", p.kind, p.message))
-            .unwrap_or_else(|| "no span could be read".into());
+            .unwrap_or_else(|| nothing.into());
         return Err(RequestError::Malformed { message });
     }
     Ok(decoded)

@@ -162,34 +162,7 @@ pub fn decode_logs_json_line(line: &str, at: &Location, out: &mut Decoded) {
 /// Reads a whole JSON logs document: one `LogsData` object, an array of them, or — when the
 /// text does not parse as one document — JSON Lines, each line located.
 pub fn decode_logs_json_document(text: &str, file: &str) -> Decoded {
-    let mut out = Decoded::default();
-    let trimmed = text.trim_start_matches('\u{feff}');
-    match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                decode_logs_json_value(item, &Location::element(file, i), &mut out);
-            }
-        }
-        Ok(value) => {
-            let at = Location {
-                file: file.to_string(),
-                line: None,
-                byte_offset: None,
-            };
-            decode_logs_json_value(&value, &at, &mut out);
-        }
-        Err(_) => {
-            for (i, line) in trimmed.lines().enumerate() {
-                let at = Location {
-                    file: file.to_string(),
-                    line: Some(i + 1),
-                    byte_offset: None,
-                };
-                decode_logs_json_line(line, &at, &mut out);
-            }
-        }
-    }
-    out
+    super::json_document(text, file, decode_logs_json_value, decode_logs_json_line)
 }
 
 /// Reads one parsed `LogsData` (or `ExportLogsServiceRequest`: the same JSON) into `out`.
@@ -314,48 +287,18 @@ pub fn decode_logs_request_at(
     content_type: &str,
     at: &str,
 ) -> Result<Decoded, crate::error::RequestError> {
-    use crate::error::RequestError;
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let mut out = Decoded::default();
-    match media.as_str() {
-        "application/x-protobuf" | "application/protobuf" => {
-            decode_logs_protobuf_into(bytes, at, 0, &mut out)
-        }
-        "application/json" => {
-            let text = std::str::from_utf8(bytes).map_err(|e| RequestError::Malformed {
-                message: format!("the JSON body is not UTF-8: {e}"),
-            })?;
-            let value: Value = serde_json::from_str(text).map_err(|e| RequestError::Malformed {
-                message: format!("the body is not JSON: {e}"),
-            })?;
-            let location = Location {
-                file: at.into(),
-                line: None,
-                byte_offset: None,
-            };
-            decode_logs_json_value(&value, &location, &mut out);
-        }
-        other => {
-            return Err(RequestError::UnsupportedContentType {
-                content_type: other.to_string(),
-            })
-        }
-    }
-    if out.summary.log_records_read == 0 && out.summary.records_dropped > 0 {
-        let message = out
-            .summary
-            .first
-            .first()
-            .map(|p| format!("{}: {}", p.kind, p.message))
-            .unwrap_or_else(|| "no log record could be read".into());
-        return Err(RequestError::Malformed { message });
-    }
-    Ok(out)
+    let decoded = super::request_body(
+        bytes,
+        content_type,
+        at,
+        decode_logs_protobuf_into,
+        decode_logs_json_value,
+    )?;
+    super::readable(
+        decoded,
+        |d| d.summary.log_records_read > 0,
+        "no log record could be read",
+    )
 }
 
 /// Decodes one binary `ExportLogsServiceRequest` (or `LogsData`) that starts at byte `base`
