@@ -324,6 +324,20 @@ fn bad_requests_get_otlp_status_codes_and_the_collector_keeps_running() {
     let resp = agent().get(&url).call().unwrap();
     assert_eq!(resp.status().as_u16(), 405);
     assert_eq!(resp.headers().get("allow").unwrap(), "POST");
+    // The logs endpoint: a trace request posted there is not a logs request.
+    let logs = format!("{base}/v1/logs");
+    let (status, _, body) = post(&logs, "application/json", GOOD.as_bytes());
+    assert_eq!(status, 400);
+    let status_json: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        status_json["message"]
+            .as_str()
+            .unwrap()
+            .contains("not OTLP `LogsData`: an object with keys resourceSpans"),
+        "{status_json}"
+    );
+    let resp = agent().get(&logs).call().unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
 
     // Still running: a good request is recorded, a partly bad one is recorded with
     // partial_success naming what was rejected.

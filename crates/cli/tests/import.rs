@@ -409,8 +409,25 @@ fn genai_content_from_log_records() {
         }
         assert_eq!(outputs[0], outputs[1], "{mode}: JSON and protobuf logs");
     }
-    // A logs file given as a trace file.
+    // A logs file given as a trace file, and a logs file that is not there.
     let dir = tmp.path().join("legacy");
+    let run = oloproof(
+        &dir,
+        &[
+            "import",
+            "spans.jsonl",
+            "--logs",
+            "nope.jsonl",
+            "-o",
+            "x.jsonl",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("no such logs file: nope.jsonl"),
+        "{}",
+        stderr(&run)
+    );
     let run = oloproof(&dir, &["import", "logs.jsonl", "-o", "x.jsonl"]);
     assert_eq!(run.status.code(), Some(2));
     assert!(

@@ -306,7 +306,11 @@ impl<'c> Assembler<'c> {
         }
         self.written.insert(id);
         let feedback = self.feedback.remove(id).unwrap_or_default();
-        let log_events = self.log_events.remove(id).unwrap_or_default();
+        // Most imports have no logs: no lookup per trace then.
+        let log_events = match self.log_events.is_empty() {
+            true => Vec::new(),
+            false => self.log_events.remove(id).unwrap_or_default(),
+        };
         Some(Taken {
             id: id.to_string(),
             spans: pending.spans,

@@ -274,13 +274,7 @@ fn json_span(
     } else {
         format!("span `{name}`")
     };
-    let id = |camel: &str, snake: &str, bytes: usize| -> Result<Option<String>, String> {
-        match field(v, camel, snake) {
-            None => Ok(None),
-            Some(Value::String(s)) => decode_id(s, bytes).map_err(|e| format!("`{camel}` {e}")),
-            Some(other) => Err(format!("`{camel}` must be a string, got {other}")),
-        }
-    };
+    let id = |camel: &str, snake: &str, bytes: usize| json_id(v, camel, snake, bytes);
     let dropped = |summary: &mut ImportSummary, kind: &str, message: String| {
         *summary.spans_dropped.entry(kind.to_string()).or_default() += 1;
         summary.note(Problem {
@@ -398,6 +392,51 @@ fn json_span(
         resource: std::sync::Arc::clone(resource),
         at: at.clone(),
     })
+}
+
+/// The id field `camel` (or `snake`) of a JSON OTLP object, as [`decode_id`] reads it; the
+/// error names the field.
+fn json_id(v: &Value, camel: &str, snake: &str, bytes: usize) -> Result<Option<String>, String> {
+    match field(v, camel, snake) {
+        None => Ok(None),
+        Some(Value::String(s)) => decode_id(s, bytes).map_err(|e| format!("`{camel}` {e}")),
+        Some(other) => Err(format!("`{camel}` must be a string, got {other}")),
+    }
+}
+
+/// A protobuf id field `name` of `bytes` bytes as lower-case hex (`None` when empty); the
+/// error names the field.
+fn pb_id(raw: &[u8], bytes: usize, name: &str) -> Result<Option<String>, String> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if raw.len() != bytes {
+        return Err(format!("`{name}` must be {bytes} bytes, got {}", raw.len()));
+    }
+    all_zero_check(hex(raw), bytes).map_err(|e| format!("`{name}` {e}"))
+}
+
+/// The problem of a protobuf walk that stopped at `e`: `truncated_protobuf` or
+/// `malformed_protobuf`, at `at` of its offset.
+fn walk_problem(e: WalkError, at: impl Fn(usize) -> Location) -> Problem {
+    let (kind, offset, message) = match e {
+        WalkError::Truncated(o) => (
+            "truncated_protobuf",
+            o,
+            "the protobuf ends inside a field: the file or body was cut; what follows is lost"
+                .to_string(),
+        ),
+        WalkError::Malformed(o, m) => (
+            "malformed_protobuf",
+            o,
+            format!("not an OTLP protobuf here ({m}); the rest of the input is skipped"),
+        ),
+    };
+    Problem {
+        kind: kind.into(),
+        at: at(offset),
+        message,
+    }
 }
 
 /// An OTLP id of `bytes` bytes, as lower-case hex: given as hex (`2·bytes` digits, the OTLP
@@ -940,24 +979,7 @@ fn decode_protobuf_into(bytes: &[u8], file: &str, base: usize, out: &mut Decoded
         byte_offset: Some(offset as u64),
     };
     let walk_problem = |out: &mut Decoded, e: WalkError, spans_unknown: bool| {
-        let (kind, offset, message) = match e {
-            WalkError::Truncated(o) => (
-                "truncated_protobuf",
-                o,
-                "the protobuf ends inside a field: the file or body was cut; what follows is lost"
-                    .to_string(),
-            ),
-            WalkError::Malformed(o, m) => (
-                "malformed_protobuf",
-                o,
-                format!("not an OTLP protobuf here ({m}); the rest of the input is skipped"),
-            ),
-        };
-        let problem = Problem {
-            kind: kind.into(),
-            at: at(offset),
-            message,
-        };
+        let problem = walk_problem(e, at);
         if spans_unknown {
             out.summary.drop_record(problem);
         } else {
@@ -1095,15 +1117,6 @@ fn pb_span(
     } else {
         format!("span `{}`", s.name)
     };
-    let id = |raw: &[u8], bytes: usize, name: &str| -> Result<Option<String>, String> {
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        if raw.len() != bytes {
-            return Err(format!("`{name}` must be {bytes} bytes, got {}", raw.len()));
-        }
-        all_zero_check(hex(raw), bytes).map_err(|e| format!("`{name}` {e}"))
-    };
     let mut dropped = |message: String| {
         *summary.spans_dropped.entry("bad_id".into()).or_default() += 1;
         summary.note(Problem {
@@ -1112,7 +1125,7 @@ fn pb_span(
             message: format!("{what}: {message}; the span is dropped"),
         });
     };
-    let trace_id = match id(&s.trace_id, 16, "trace_id") {
+    let trace_id = match pb_id(&s.trace_id, 16, "trace_id") {
         Ok(Some(t)) => t,
         Ok(None) => {
             dropped("no `trace_id`".into());
@@ -1123,7 +1136,7 @@ fn pb_span(
             return None;
         }
     };
-    let span_id = match id(&s.span_id, 8, "span_id") {
+    let span_id = match pb_id(&s.span_id, 8, "span_id") {
         Ok(Some(t)) => t,
         Ok(None) => {
             dropped("no `span_id`".into());
@@ -1134,7 +1147,7 @@ fn pb_span(
             return None;
         }
     };
-    let parent_span_id = match id(&s.parent_span_id, 8, "parent_span_id") {
+    let parent_span_id = match pb_id(&s.parent_span_id, 8, "parent_span_id") {
         Ok(p) => p,
         Err(e) => {
             summary.note(Problem {

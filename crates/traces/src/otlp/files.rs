@@ -279,18 +279,7 @@ fn parts(bytes: &[u8], framing: Framing) -> Option<Parts<'_>> {
 /// as `truncated_protobuf`; a message that does not decompress is a dropped record
 /// (`undecodable_message`) and the next one is read.
 pub fn decode_protobuf_file(bytes: &[u8], file: &str) -> Decoded {
-    let mut out = Decoded::default();
-    let compression = Compression::sniff(bytes);
-    if compression != Compression::None {
-        let name = format!("{file} ({} decompressed)", compression.name());
-        match decompress(bytes) {
-            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true, Signal::Traces),
-            Err(e) => undecodable(&mut out, file, 0, compression, e),
-        }
-        return out;
-    }
-    decode_framed(bytes, file, &mut out, Signal::Traces);
-    out
+    decode_file(bytes, file, Signal::Traces)
 }
 
 /// Decodes an OTLP logs file, whatever its layout: JSON (`LogsData` per line, or one
@@ -298,17 +287,26 @@ pub fn decode_protobuf_file(bytes: &[u8], file: &str) -> Decoded {
 /// reads, compressed or not. Log records that are events about a span become
 /// [`Decoded::log_events`] ([`super::logs`]).
 pub fn decode_logs_file(bytes: &[u8], file: &str) -> Decoded {
+    decode_file(bytes, file, Signal::Logs)
+}
+
+/// A whole file of `signal`: decompressed first when it is compressed; then a trace file is
+/// read as binary messages, a logs file as JSON or binary messages, whichever it starts as.
+fn decode_file(bytes: &[u8], file: &str, signal: Signal) -> Decoded {
     let mut out = Decoded::default();
     let compression = Compression::sniff(bytes);
     if compression != Compression::None {
         let name = format!("{file} ({} decompressed)", compression.name());
         match decompress(bytes) {
-            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true, Signal::Logs),
+            Ok(plain) => decode_message(&plain, &name, 0, &mut out, true, signal),
             Err(e) => undecodable(&mut out, file, 0, compression, e),
         }
         return out;
     }
-    decode_message(bytes, file, 0, &mut out, true, Signal::Logs);
+    match signal {
+        Signal::Traces => decode_framed(bytes, file, &mut out, signal),
+        Signal::Logs => decode_message(bytes, file, 0, &mut out, true, signal),
+    }
     out
 }
 

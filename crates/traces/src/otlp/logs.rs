@@ -30,8 +30,8 @@ use prost::Message as _;
 use serde_json::Value;
 
 use super::{
-    field, get, int_of, json_any_value, json_attributes, kind_of, pb, pb_any_value, pb_attributes,
-    Fields, WalkError,
+    field, get, int_of, json_any_value, json_attributes, json_id, kind_of, pb, pb_any_value,
+    pb_attributes, pb_id, walk_problem, Fields, WalkError,
 };
 use crate::problems::{ImportSummary, Problem};
 use crate::span::{Decoded, Location, LogEvent, SpanEvent};
@@ -219,15 +219,7 @@ pub fn decode_logs_json_value(value: &Value, at: &Location, out: &mut Decoded) {
 
 /// One JSON `LogRecord`.
 fn json_record(v: &Value, at: &Location, out: &mut Decoded) {
-    let id = |camel: &str, snake: &str, bytes: usize| -> Result<Option<String>, String> {
-        match field(v, camel, snake) {
-            None => Ok(None),
-            Some(Value::String(s)) => {
-                super::decode_id(s, bytes).map_err(|e| format!("`{camel}` {e}"))
-            }
-            Some(other) => Err(format!("`{camel}` must be a string, got {other}")),
-        }
-    };
+    let id = |camel: &str, snake: &str, bytes: usize| json_id(v, camel, snake, bytes);
     let time = |camel: &str, snake: &str| {
         field(v, camel, snake)
             .and_then(int_of)
@@ -309,26 +301,7 @@ pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, o
         line: None,
         byte_offset: Some(offset as u64),
     };
-    let unreadable = |out: &mut Decoded, e: WalkError| {
-        let (kind, offset, message) = match e {
-            WalkError::Truncated(o) => (
-                "truncated_protobuf",
-                o,
-                "the protobuf ends inside a field: the file or body was cut; what follows is lost"
-                    .to_string(),
-            ),
-            WalkError::Malformed(o, m) => (
-                "malformed_protobuf",
-                o,
-                format!("not an OTLP logs protobuf here ({m}); the rest of the input is skipped"),
-            ),
-        };
-        out.summary.drop_record(Problem {
-            kind: kind.into(),
-            at: at(offset),
-            message,
-        });
-    };
+    let unreadable = |out: &mut Decoded, e: WalkError| out.summary.drop_record(walk_problem(e, at));
     'top: for top in Fields::new(bytes, base) {
         let top = match top {
             Ok(f) => f,
@@ -396,15 +369,6 @@ pub(super) fn decode_logs_protobuf_into(bytes: &[u8], file: &str, base: usize, o
 
 /// One protobuf `LogRecord`.
 fn pb_record(r: pb::LogRecord, at: Location, out: &mut Decoded) {
-    let id = |raw: &[u8], bytes: usize, name: &str| -> Result<Option<String>, String> {
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        if raw.len() != bytes {
-            return Err(format!("`{name}` must be {bytes} bytes, got {}", raw.len()));
-        }
-        super::decode_id(&super::hex(raw), bytes).map_err(|e| format!("`{name}` {e}"))
-    };
     let what = if r.event_name.is_empty() {
         "a log record".to_string()
     } else {
@@ -418,8 +382,8 @@ fn pb_record(r: pb::LogRecord, at: Location, out: &mut Decoded) {
         .into_iter()
         .find(|t| *t > 0);
     let record = Record {
-        trace_id: id(&r.trace_id, 16, "trace_id"),
-        span_id: id(&r.span_id, 8, "span_id"),
+        trace_id: pb_id(&r.trace_id, 16, "trace_id"),
+        span_id: pb_id(&r.span_id, 8, "span_id"),
         event_name: r.event_name,
         time_unix_nano: time,
         attributes,
