@@ -441,6 +441,9 @@ pub struct CaseResult<'a> {
     pub attempt: i64,
     /// The trace.
     pub trace: &'a Trace,
+    /// `serde_json::to_string(trace)`, when the caller has it already (the run writes the
+    /// same text as the case's execution cache entry); `None`: the store serialises `trace`.
+    pub trace_json: Option<&'a str>,
     /// The verdicts.
     pub verdicts: &'a [CriterionVerdict],
     /// The cache lookups this case made (summed over workers for a run's summary).

@@ -172,6 +172,21 @@ pub fn rerank_with_judge(
         .collect())
 }
 
+/// One executed case.
+#[derive(Debug)]
+pub struct Executed {
+    /// What the case did.
+    pub trace: Trace,
+    /// The cache entries its stages and token counts wrote.
+    pub writes: Vec<CacheWrite>,
+    /// The execution cache key to store the finished trace under (the caller writes
+    /// `serde_json::to_string` of the trace it records, the same text as the case's stored
+    /// trace; a reader of the entry drops what is not the execution's: cache use, latency,
+    /// stderr, output token counts, the filter check). `None`: nothing to cache — a failed
+    /// stage, an intervention, a recorded trace, or an execution read from that cache.
+    pub execution_entry: Option<String>,
+}
+
 /// Runs one case: stages on cache misses, context assembly, the token counts of output fields
 /// evaluators ask for, and the cache entries to write.
 pub fn execute_case(
@@ -180,11 +195,16 @@ pub fn execute_case(
     source: &mut dyn ConnectionSource,
     cache: &CacheReader<'_>,
     mode: CaseMode<'_>,
-) -> (Trace, Vec<CacheWrite>) {
+) -> Executed {
     if let Some(recorded) = mode.trace {
-        return (recorded.clone(), Vec::new());
+        return Executed {
+            trace: recorded.clone(),
+            writes: Vec::new(),
+            execution_entry: None,
+        };
     }
-    let (mut trace, mut writes) = execute_stages(system, case, source, cache, mode);
+    let (mut trace, mut writes, execution_entry) =
+        execute_stages(system, case, source, cache, mode);
     count_output_tokens(
         system,
         mode.count_tokens_of,
@@ -193,7 +213,11 @@ pub fn execute_case(
         &mut trace,
         &mut writes,
     );
-    (trace, writes)
+    Executed {
+        trace,
+        writes,
+        execution_entry,
+    }
 }
 
 /// The system's token counts of the output `fields` of a generated `trace`, into
@@ -271,14 +295,15 @@ pub fn count_output_tokens(
     }
 }
 
-/// The stages of one case (or its execution from the cache), without output token counts.
+/// The stages of one case (or its execution from the cache), without output token counts;
+/// with the execution cache key its trace is to be stored under ([`Executed`]).
 fn execute_stages(
     system: &SystemSettings,
     case: &Case,
     source: &mut dyn ConnectionSource,
     cache: &CacheReader<'_>,
     mode: CaseMode<'_>,
-) -> (Trace, Vec<CacheWrite>) {
+) -> (Trace, Vec<CacheWrite>, Option<String>) {
     let exec_key = match mode.execution_key {
         Some(key) => key.to_string(),
         None => execution_key(system, case),
@@ -297,28 +322,28 @@ fn execute_stages(
             };
             trace.latency_ms = Default::default();
             trace.stderr.clear();
-            return (trace, Vec::new());
+            // Per run, not the execution's (the entry is the text of a case's stored trace).
+            trace.output_tokens = None;
+            trace.filter_check = None;
+            return (trace, Vec::new(), None);
         }
     }
     let mut trace = Trace::new(&case.id);
     trace.intervention = mode.intervention.map(|i| i.label.clone());
     let mut writes = Vec::new();
     let result = run_stages(system, case, source, cache, mode, &mut trace, &mut writes);
-    match result {
-        Ok(()) if mode.intervention.is_some() => {}
-        Ok(()) => {
-            // Stored without the worker's stderr, which is taken below.
-            debug_assert!(trace.stderr.is_empty());
-            if let Ok(json) = serde_json::to_string(&trace) {
-                writes.push((layer::EXECUTION, exec_key, json));
-            }
+    let execution_entry = match result {
+        Ok(()) if mode.intervention.is_some() => None,
+        Ok(()) => Some(exec_key),
+        Err(e) => {
+            trace.error = Some(e);
+            None
         }
-        Err(e) => trace.error = Some(e),
-    }
+    };
     if let Ok(conn) = source.connection() {
         trace.stderr = conn.take_stderr();
     }
-    (trace, writes)
+    (trace, writes, execution_entry)
 }
 
 fn run_stages(

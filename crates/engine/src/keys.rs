@@ -19,7 +19,7 @@ use oloproof_core::case::Case;
 use oloproof_core::identity::{canonical_json, content_hash, sha256_hex};
 use oloproof_core::settings::SystemSettings;
 use oloproof_core::trace::Trace;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::evaluators::Evaluator;
 
@@ -42,11 +42,169 @@ pub mod layer {
     pub const RERANK: CacheLayer = CacheLayer::Rerank;
 }
 
+/// The canonical JSON of what every key of one system and case shares: the system's three
+/// identities and the case's input. A pipeline case computes seven to nine keys from the same
+/// few parts, so each part is written once, remembered by this thread while the next call
+/// asks for an equal system and input (compared by value: never a stale part), and spliced
+/// into each key's object ([`spliced_hash`]).
+struct SharedParts {
+    system: SystemSettings,
+    generation: String,
+    retrieval: String,
+    execution: String,
+    input: Map<String, Value>,
+    input_json: String,
+}
+
+thread_local! {
+    static SHARED: std::cell::RefCell<Option<SharedParts>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Which identity of the system a key holds.
+#[derive(Clone, Copy)]
+enum Identity {
+    Generation,
+    Retrieval,
+    Execution,
+}
+
+/// Calls `f` with the canonical JSON of `system`'s `identity` and of `input`.
+fn with_shared<R>(
+    system: &SystemSettings,
+    identity: Identity,
+    input: &Map<String, Value>,
+    f: impl FnOnce(&str, &str) -> R,
+) -> R {
+    SHARED.with(|shared| {
+        let mut shared = shared.borrow_mut();
+        let parts = match shared.take() {
+            Some(mut parts) if same_settings(&parts.system, system) => {
+                if !same_object(&parts.input, input) {
+                    parts.input = input.clone();
+                    parts.input_json = canonical_object(input);
+                }
+                parts
+            }
+            _ => SharedParts {
+                system: system.clone(),
+                generation: canonical_json(&system.generation_identity()),
+                retrieval: canonical_json(&system.retrieval_identity()),
+                execution: canonical_json(&system.execution_identity()),
+                input: input.clone(),
+                input_json: canonical_object(input),
+            },
+        };
+        let identity_json = match identity {
+            Identity::Generation => &parts.generation,
+            Identity::Retrieval => &parts.retrieval,
+            Identity::Execution => &parts.execution,
+        };
+        let result = f(identity_json, &parts.input_json);
+        *shared = Some(parts);
+        result
+    })
+}
+
+/// Whether two JSON values have the same canonical JSON: `==` but for numbers, which must be
+/// of the same kind (an integer is not the float of the same value) and, as floats, have the
+/// same bits (`-0.0` is not `0.0`).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_u64(), x.as_i64(), x.as_f64()) {
+            (Some(u), _, _) => y.as_u64() == Some(u),
+            (None, Some(i), _) => y.as_u64().is_none() && y.as_i64() == Some(i),
+            (None, None, f) => y.is_f64() && f.map(f64::to_bits) == y.as_f64().map(f64::to_bits),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => same_object(x, y),
+        _ => a == b,
+    }
+}
+
+/// [`same_json`] of two objects.
+fn same_object(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .all(|(k, a)| y.get(k).is_some_and(|b| same_json(a, b)))
+}
+
+/// The canonical JSON of an object ([`canonical_json`] of it as a value, without copying it
+/// into one).
+fn canonical_object(map: &Map<String, Value>) -> String {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut text = String::from("{");
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&Value::String(k.clone()).to_string());
+        text.push(':');
+        text.push_str(&canonical_json(v));
+    }
+    text.push('}');
+    text
+}
+
+/// Whether two systems' settings have the same identities: equal, and their parameters and
+/// fusion numbers the same to the bit (as [`same_json`]).
+fn same_settings(a: &SystemSettings, b: &SystemSettings) -> bool {
+    let bits = |f: &Option<f64>| f.map(f64::to_bits);
+    let fusion_bits = |s: &SystemSettings| {
+        s.fusion.as_ref().map(|f| {
+            (
+                bits(&f.k),
+                bits(&f.alpha),
+                f.weights
+                    .as_ref()
+                    .map(|w| w.values().map(|v| v.to_bits()).collect::<Vec<_>>()),
+            )
+        })
+    };
+    a == b && same_object(&a.params, &b.params) && fusion_bits(a) == fusion_bits(b)
+}
+
+/// sha256 of the canonical JSON of the object whose fields are `fields` (name, canonical JSON
+/// of the value): the fields in UTF-8 byte order of their names, as [`content_hash`] of the
+/// same object writes them, so a spliced key equals the content hash of its object.
+fn spliced_hash(fields: &mut [(&str, &str)]) -> String {
+    fields.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut text = String::with_capacity(fields.iter().map(|f| f.0.len() + f.1.len() + 4).sum());
+    text.push('{');
+    for (i, (name, json)) in fields.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        // The names are this module's literals: plain ASCII, written as JSON strings.
+        text.push_str(&Value::String((*name).to_string()).to_string());
+        text.push(':');
+        text.push_str(json);
+    }
+    text.push('}');
+    sha256_hex(text.as_bytes())
+}
+
+/// The canonical JSON of a cache layer's name (`"rerank"`).
+fn layer_json(layer: oloproof_core::store::CacheLayer) -> String {
+    Value::String(layer.to_string()).to_string()
+}
+
 /// Cache key of a pipeline's `rewrite`: the system's generation identity (name, version,
 /// index version, parameters) and the input.
 pub fn rewrite_key(system: &SystemSettings, case: &Case) -> String {
-    content_hash(
-        &json!({"layer": layer::REWRITE, "system": system.generation_identity(), "input": case.input}),
+    with_shared(
+        system,
+        Identity::Generation,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::REWRITE)),
+                ("system", identity),
+                ("input", input),
+            ])
+        },
     )
 }
 
@@ -62,14 +220,24 @@ pub fn lane_retrieval_key(
     if request == oloproof_core::system::RetrieveRequest::default() {
         return retrieval_key(system, case);
     }
-    content_hash(&json!({
-        "layer": layer::RETRIEVE,
-        "system": system.retrieval_identity(),
-        "input": case.input,
-        "lane": request.lane,
-        "query": request.query,
-        "skip_filters": request.skip_filters,
-    }))
+    let lane = canonical_json(&json!(request.lane));
+    let query = canonical_json(&json!(request.query));
+    let skip_filters = canonical_json(&json!(request.skip_filters));
+    with_shared(
+        system,
+        Identity::Retrieval,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::RETRIEVE)),
+                ("system", identity),
+                ("input", input),
+                ("lane", &lane),
+                ("query", &query),
+                ("skip_filters", &skip_filters),
+            ])
+        },
+    )
 }
 
 /// Cache key of a pipeline's `rerank`: the system's generation identity, the input and the
@@ -79,12 +247,20 @@ pub fn rerank_key(
     case: &Case,
     candidates: &[oloproof_core::passage::Passage],
 ) -> String {
-    content_hash(&json!({
-        "layer": layer::RERANK,
-        "system": system.generation_identity(),
-        "input": case.input,
-        "candidates": candidates,
-    }))
+    let candidates = canonical_json(&serde_json::to_value(candidates).unwrap_or(Value::Null));
+    with_shared(
+        system,
+        Identity::Generation,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::RERANK)),
+                ("system", identity),
+                ("input", input),
+                ("candidates", &candidates),
+            ])
+        },
+    )
 }
 
 /// A cache entry to write with the case.
@@ -92,26 +268,52 @@ pub type CacheWrite = oloproof_core::store::CacheEntry;
 
 /// Cache key of a case's execution.
 pub fn execution_key(system: &SystemSettings, case: &Case) -> String {
-    content_hash(
-        &json!({"layer": layer::EXECUTION, "system": system.execution_identity(), "input": case.input}),
+    with_shared(
+        system,
+        Identity::Execution,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::EXECUTION)),
+                ("system", identity),
+                ("input", input),
+            ])
+        },
     )
 }
 
 /// Cache key of a retrieval.
 pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
-    content_hash(
-        &json!({"layer": layer::RETRIEVE, "system": system.retrieval_identity(), "input": case.input}),
+    with_shared(
+        system,
+        Identity::Retrieval,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::RETRIEVE)),
+                ("system", identity),
+                ("input", input),
+            ])
+        },
     )
 }
 
 /// Cache key of a generation.
 pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> String {
-    content_hash(&json!({
-        "layer": layer::GENERATE,
-        "system": system.generation_identity(),
-        "input": case.input,
-        "context": context,
-    }))
+    let context = canonical_json(context);
+    with_shared(
+        system,
+        Identity::Generation,
+        &case.input,
+        |identity, input| {
+            spliced_hash(&mut [
+                ("layer", &layer_json(layer::GENERATE)),
+                ("system", identity),
+                ("input", input),
+                ("context", &context),
+            ])
+        },
+    )
 }
 
 /// Cache key of the system's token count of an output text: its generation identity (name,
@@ -198,6 +400,171 @@ impl JudgmentKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every stage key is the content hash of its object as the keys were first written (so
+    /// every cached stage is still found), whichever system and input the thread asked about
+    /// before: the shared parts are re-used only for an equal system and input, numbers
+    /// compared to the bit.
+    #[test]
+    fn stage_keys_are_the_content_hash_of_their_object() {
+        use oloproof_core::passage::Passage;
+        use oloproof_core::system::RetrieveRequest;
+        let base = SystemSettings {
+            name: "s".into(),
+            version: "1".into(),
+            depth: 6,
+            top_k: 2,
+            token_budget: Some(40),
+            index_version: Some("kb-1".into()),
+            params: serde_json::from_value(json!({"temperature": 0.0, "model": "m"})).unwrap(),
+            lanes: vec!["dense".into(), "sparse".into()],
+            stages: vec!["rewrite".into(), "rerank".into()],
+            fusion: None,
+        };
+        let mut systems = vec![base.clone()];
+        let mut negative_zero = base.clone();
+        negative_zero
+            .params
+            .insert("temperature".into(), json!(-0.0));
+        systems.push(negative_zero);
+        let mut integer = base.clone();
+        integer.params.insert("temperature".into(), json!(0));
+        systems.push(integer);
+        systems.push(SystemSettings {
+            index_version: None,
+            depth: 9,
+            ..base.clone()
+        });
+        systems.push(SystemSettings {
+            fusion: Some(serde_json::from_value(json!({"method": "rrf", "k": 0.0})).unwrap()),
+            ..base.clone()
+        });
+        systems.push(SystemSettings {
+            fusion: Some(serde_json::from_value(json!({"method": "rrf", "k": -0.0})).unwrap()),
+            ..base.clone()
+        });
+        let inputs = [
+            json!({"question": "q", "tenant": "acme"}),
+            json!({"tenant": "acme", "question": "q"}),
+            json!({"question": "q", "x": 0.0}),
+            json!({"question": "q", "x": -0.0}),
+            json!({"question": "q", "x": 0}),
+            json!({"question": "é \u{1f600} \"quoted\"", "nested": {"b": [1, 2.5], "a": null}}),
+        ];
+        let candidates = vec![
+            Passage {
+                doc_id: "d1".into(),
+                chunk_id: Some("c".into()),
+                score: Some(0.5),
+                text: Some("t".into()),
+                metadata: None,
+            },
+            Passage {
+                doc_id: "d2".into(),
+                chunk_id: None,
+                score: None,
+                text: None,
+                metadata: None,
+            },
+        ];
+        let context = json!([{"position": 1, "doc_id": "d1", "text": "t"}]);
+        // Twice over, so each key is asked right after other systems and inputs.
+        for _ in 0..2 {
+            for system in &systems {
+                for input in &inputs {
+                    let case: Case =
+                        serde_json::from_value(json!({"id": "c", "input": input})).unwrap();
+                    assert_eq!(
+                        rewrite_key(system, &case),
+                        content_hash(
+                            &json!({"layer": layer::REWRITE, "system": system.generation_identity(), "input": case.input})
+                        )
+                    );
+                    assert_eq!(
+                        execution_key(system, &case),
+                        content_hash(
+                            &json!({"layer": layer::EXECUTION, "system": system.execution_identity(), "input": case.input})
+                        )
+                    );
+                    assert_eq!(
+                        retrieval_key(system, &case),
+                        content_hash(
+                            &json!({"layer": layer::RETRIEVE, "system": system.retrieval_identity(), "input": case.input})
+                        )
+                    );
+                    assert_eq!(
+                        generation_key(system, &case, &context),
+                        content_hash(
+                            &json!({"layer": layer::GENERATE, "system": system.generation_identity(), "input": case.input, "context": context})
+                        )
+                    );
+                    assert_eq!(
+                        rerank_key(system, &case, &candidates),
+                        content_hash(
+                            &json!({"layer": layer::RERANK, "system": system.generation_identity(), "input": case.input, "candidates": candidates})
+                        )
+                    );
+                    for (lane, query, skip_filters) in [
+                        (Some("dense"), Some("q2"), false),
+                        (None, Some("q"), true),
+                        (Some("sparse"), None, false),
+                    ] {
+                        let request = RetrieveRequest {
+                            query,
+                            lane,
+                            skip_filters,
+                        };
+                        assert_eq!(
+                            lane_retrieval_key(system, &case, request),
+                            content_hash(&json!({
+                                "layer": layer::RETRIEVE,
+                                "system": system.retrieval_identity(),
+                                "input": case.input,
+                                "lane": lane,
+                                "query": query,
+                                "skip_filters": skip_filters,
+                            }))
+                        );
+                    }
+                    assert_eq!(
+                        lane_retrieval_key(system, &case, RetrieveRequest::default()),
+                        retrieval_key(system, &case)
+                    );
+                }
+            }
+        }
+        // Equal in `==` but not in canonical JSON: kept apart.
+        assert_ne!(
+            execution_key(
+                &systems[0],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[2]})).unwrap()
+            ),
+            execution_key(
+                &systems[0],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[3]})).unwrap()
+            )
+        );
+        assert_ne!(
+            rewrite_key(
+                &systems[0],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
+            ),
+            rewrite_key(
+                &systems[1],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
+            )
+        );
+        assert_ne!(
+            execution_key(
+                &systems[4],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
+            ),
+            execution_key(
+                &systems[5],
+                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
+            )
+        );
+    }
 
     /// The spliced keys are the content hash of the key's object, so every judgment cached
     /// before they were spliced is still found.

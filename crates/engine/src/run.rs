@@ -36,7 +36,7 @@ use oloproof_core::verdict::{CriterionVerdict, Verdict};
 use serde_json::json;
 
 use crate::evaluators::{build_all, Evaluator};
-use crate::execute::{execute_case, CacheReader, ConnectionSource};
+use crate::execute::{execute_case, CacheReader, ConnectionSource, Executed};
 use crate::keys::{execution_key, layer, trace_content, CacheWrite, JudgmentKeys};
 use crate::settings::{connector_spec, timeout, worker_count};
 use crate::summary::{mark_calls_cached, slice_value, summarize, CaseOutcome, SummaryInputs};
@@ -590,6 +590,9 @@ struct Finished {
     /// Recorded as an error after `max_attempts` claims, not executed.
     abandoned: bool,
     trace: Trace,
+    /// `serde_json::to_string(&trace)`, made on the case's thread: the case's stored trace and,
+    /// when the execution is to be cached, the text of its execution cache entry.
+    trace_json: Option<String>,
     verdicts: Vec<CriterionVerdict>,
     writes: Vec<CacheWrite>,
     judgment: HitMiss,
@@ -1049,8 +1052,16 @@ impl RunPlan<'_> {
                                 });
                             }
                             let exec = execution_key(&settings.system, &case);
-                            let (trace, mut writes) = if exhausted {
-                                (abandoned(&case.id, attempt, schedule.max_attempts), Vec::new())
+                            let Executed {
+                                mut trace,
+                                mut writes,
+                                execution_entry,
+                            } = if exhausted {
+                                Executed {
+                                    trace: abandoned(&case.id, attempt, schedule.max_attempts),
+                                    writes: Vec::new(),
+                                    execution_entry: None,
+                                }
                             } else {
                                 execute_case(
                                     &settings.system,
@@ -1069,7 +1080,6 @@ impl RunPlan<'_> {
                                     },
                                 )
                             };
-                            let mut trace = trace;
                             if let Some(corpus) = corpus {
                                 trace.filter_check =
                                     crate::filter_check::check_case(corpus, &case, &trace);
@@ -1087,6 +1097,12 @@ impl RunPlan<'_> {
                                 &mut writes,
                                 &mut judgment,
                             );
+                            // Serialised once, here on the case's thread: the case's row and
+                            // its execution cache entry are the same text.
+                            let trace_json = serde_json::to_string(&trace).ok();
+                            if let (Some(key), Some(json)) = (execution_entry, &trace_json) {
+                                writes.push((crate::keys::layer::EXECUTION, key, json.clone()));
+                            }
                             let finished = Finished {
                                 index,
                                 case_id: case.id.clone(),
@@ -1094,6 +1110,7 @@ impl RunPlan<'_> {
                                 attempt,
                                 abandoned: exhausted,
                                 trace,
+                                trace_json,
                                 verdicts,
                                 writes,
                                 judgment,
@@ -1275,6 +1292,7 @@ impl RunPlan<'_> {
                             case_id: &f.case_id,
                             attempt: f.attempt,
                             trace: &f.trace,
+                            trace_json: f.trace_json.as_deref(),
                             verdicts: &f.verdicts,
                             cache_use: *cache_use,
                         })

@@ -114,20 +114,23 @@ pub(crate) fn decode_case(
 }
 
 /// One result serialised for the store.
-pub(crate) struct EncodedCase {
-    pub(crate) trace_json: String,
+pub(crate) struct EncodedCase<'a> {
+    pub(crate) trace_json: std::borrow::Cow<'a, str>,
     pub(crate) verdicts: Vec<(String, String)>,
     pub(crate) cache_use_json: String,
 }
 
 /// Serialises results before a transaction opens: a value that does not serialise writes
 /// nothing.
-pub(crate) fn encode_results(results: &[CaseResult<'_>]) -> StoreResult<Vec<EncodedCase>> {
+pub(crate) fn encode_results<'a>(results: &[CaseResult<'a>]) -> StoreResult<Vec<EncodedCase<'a>>> {
     results
         .iter()
         .map(|r| {
             Ok(EncodedCase {
-                trace_json: encode(r.trace, || format!("the trace of {}", r.case_id))?,
+                trace_json: match r.trace_json {
+                    Some(json) => std::borrow::Cow::Borrowed(json),
+                    None => encode(r.trace, || format!("the trace of {}", r.case_id))?.into(),
+                },
                 verdicts: r
                     .verdicts
                     .iter()

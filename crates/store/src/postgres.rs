@@ -647,7 +647,7 @@ impl RunStore for PgStore {
         // batch costs at most three round trips whatever its size, not nine a case.
         let case_ids: Vec<&str> = results.iter().map(|r| r.case_id).collect();
         let attempts: Vec<i64> = results.iter().map(|r| r.attempt).collect();
-        let traces: Vec<&str> = encoded.iter().map(|e| e.trace_json.as_str()).collect();
+        let traces: Vec<&str> = encoded.iter().map(|e| e.trace_json.as_ref()).collect();
         let uses: Vec<&str> = encoded.iter().map(|e| e.cache_use_json.as_str()).collect();
         self.run_op(Some(run_id), |c| {
             let mut tx = c.transaction()?;

@@ -466,7 +466,7 @@ impl RunStore for SqliteStore {
                         run_id.as_str(),
                         result.case_id,
                         result.attempt,
-                        enc.trace_json,
+                        enc.trace_json.as_ref(),
                         worker.as_str(),
                         enc.cache_use_json
                     ])

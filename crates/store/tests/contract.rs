@@ -213,6 +213,7 @@ fn result<'a>(
         case_id,
         attempt,
         trace,
+        trace_json: None,
         verdicts,
         cache_use: CacheCounts {
             execution: HitMiss { hit: 0, miss: 1 },
@@ -438,11 +439,27 @@ fn a_run_reads_back_typed(b: &Backend) {
     let mut s = b.store();
     let run = new_run(s.as_mut(), "run_1", 2);
     let w = WorkerId::from("w");
-    s.claim_batch(&run, &claim(&w, 1, LEASE)).unwrap();
+    s.claim_batch(&run, &claim(&w, 2, LEASE)).unwrap();
     let trace = Trace::new("c000");
     let verdicts = [verdict("answer_correct")];
     s.complete_cases(&run, &w, &[result("c000", 1, &trace, &verdicts)])
         .unwrap();
+    // A trace the caller serialised already is stored as that text, not serialised again.
+    let mut given = Trace::new("c001");
+    given.stderr.push("from the caller".into());
+    let given_json = serde_json::to_string(&given).unwrap();
+    let other = Trace::new("not this one");
+    s.complete_cases(
+        &run,
+        &w,
+        &[CaseResult {
+            trace_json: Some(&given_json),
+            ..result("c001", 1, &other, &[])
+        }],
+    )
+    .unwrap();
+    let stored = s.cases(&run).unwrap();
+    assert_eq!(stored[1].trace_json.as_deref(), Some(given_json.as_str()));
     let loaded = s.load_run("run_1", &Kinds).unwrap();
     assert_eq!(loaded.record.id, "run_1");
     assert_eq!(loaded.settings.system.top_k, 1);
@@ -450,7 +467,8 @@ fn a_run_reads_back_typed(b: &Backend) {
     assert_eq!(names, ["answer_correct", "hit_rate_at_1"]);
     let ids: Vec<&str> = loaded.cases.iter().map(|(c, _, _)| c.id.as_str()).collect();
     assert_eq!(ids, ["c000", "c001"]);
-    assert!(loaded.cases[0].1.is_some() && loaded.cases[1].1.is_none());
+    assert!(loaded.cases[0].1.is_some());
+    assert_eq!(loaded.cases[1].1.as_ref(), Some(&given));
     assert!(loaded.verdict("c000", "answer_correct").is_some());
     // Part of a run: only the selected cases are decoded, each shaped.
     let mut seen = Vec::new();
