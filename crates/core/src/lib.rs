@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod calibration;
+mod canonical;
 pub mod case;
 pub mod comparison;
 pub mod config;

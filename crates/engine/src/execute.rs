@@ -11,7 +11,6 @@ use oloproof_core::context::{assemble, within_top_k};
 use oloproof_core::store::{CacheLayer, Store};
 use oloproof_core::system::SystemConnection;
 use oloproof_core::trace::{ErrorKind, StageError, Trace};
-use serde_json::Value;
 
 use crate::keys::{execution_key, generation_key, retrieval_key, token_count_key};
 pub use crate::keys::{layer, CacheWrite};
@@ -481,9 +480,8 @@ fn run_stages(
             None => assemble(candidates, system.top_k, None),
         }
     };
-    let context_json = serde_json::to_value(&context.passages).unwrap_or(Value::Null);
+    let g_key = generation_key(system, case, &context.passages);
     trace.context = Some(context);
-    let g_key = generation_key(system, case, &context_json);
     let fresh = intervention.is_some_and(|i| i.fresh_generation);
     let cached = if fresh {
         None
@@ -553,7 +551,7 @@ fn retrieve(
 mod tests {
     use super::*;
     use oloproof_core::case::parse_cases;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn system() -> SystemSettings {
         SystemSettings {

@@ -16,7 +16,9 @@
 //! rendered messages, sampling, repeat; `oloproof_judge::JudgeClient`).
 
 use oloproof_core::case::Case;
-use oloproof_core::identity::{canonical_json, content_hash, sha256_hex};
+use oloproof_core::identity::{
+    canonical_json, canonical_json_of, content_hash, content_hash_of, sha256_hex,
+};
 use oloproof_core::settings::SystemSettings;
 use oloproof_core::trace::Trace;
 use serde_json::{json, Map, Value};
@@ -247,7 +249,7 @@ pub fn rerank_key(
     case: &Case,
     candidates: &[oloproof_core::passage::Passage],
 ) -> String {
-    let candidates = canonical_json(&serde_json::to_value(candidates).unwrap_or(Value::Null));
+    let candidates = canonical_json_of(candidates).unwrap_or_else(|_| "null".into());
     with_shared(
         system,
         Identity::Generation,
@@ -299,8 +301,12 @@ pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
 }
 
 /// Cache key of a generation.
-pub fn generation_key(system: &SystemSettings, case: &Case, context: &Value) -> String {
-    let context = canonical_json(context);
+pub fn generation_key<C: serde::Serialize + ?Sized>(
+    system: &SystemSettings,
+    case: &Case,
+    context: &C,
+) -> String {
+    let context = canonical_json_of(context).unwrap_or_else(|_| "null".into());
     with_shared(
         system,
         Identity::Generation,
@@ -329,11 +335,20 @@ pub fn token_count_key(system: &SystemSettings, text: &str) -> String {
 /// The content identity of an executed trace (its retrieval, context and generation), part of
 /// every judgment key.
 pub(crate) fn trace_content(trace: &Trace) -> String {
-    content_hash(&json!({
-        "retrieval": trace.retrieval,
-        "context": trace.context,
-        "generation": trace.generation,
-    }))
+    /// The object hashed: `{retrieval, context, generation}` (`null` when absent).
+    #[derive(serde::Serialize)]
+    struct Content<'a> {
+        retrieval: &'a Option<oloproof_core::passage::Retrieval>,
+        context: &'a Option<oloproof_core::context::Context>,
+        generation: &'a Option<Map<String, Value>>,
+    }
+    content_hash_of(&Content {
+        retrieval: &trace.retrieval,
+        context: &trace.context,
+        generation: &trace.generation,
+    })
+    // A trace is plain JSON data (string keys, 64-bit numbers): it always serialises.
+    .expect("a trace serialises")
 }
 
 /// The judgment cache keys of a run's evaluators on each executed case: sha256 of the canonical
@@ -370,7 +385,16 @@ impl JudgmentKeys {
 
     /// The key of every evaluator, in order, on one executed case.
     pub(crate) fn for_case(&self, case: &Case, exec: &str, content: &str) -> Vec<String> {
-        let case_json = canonical_json(&json!({"id": case.id, "expected": case.expected}));
+        #[derive(serde::Serialize)]
+        struct CasePart<'a, E> {
+            id: &'a str,
+            expected: &'a E,
+        }
+        let case_json = canonical_json_of(&CasePart {
+            id: &case.id,
+            expected: &case.expected,
+        })
+        .expect("a case's expectations serialise");
         let content_json = Value::String(content.to_string()).to_string();
         let exec_json = Value::String(exec.to_string()).to_string();
         let mut text = String::new();
@@ -564,6 +588,36 @@ mod tests {
                 &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
             )
         );
+    }
+
+    /// A trace's content identity is the content hash of `{retrieval, context, generation}`
+    /// as it was first computed from the value tree (every judgment cached before is found).
+    #[test]
+    fn trace_content_is_the_content_hash_of_its_parts() {
+        let mut trace: Trace = serde_json::from_value(json!({
+            "schema_version": 1,
+            "case_id": "c",
+            "retrieval": {"query": "q", "depth": 3, "candidates": [
+                {"doc_id": "d1", "score": 0.5, "text": "é \"t\"", "metadata": {"b": 1, "a": [1.5, null]}},
+                {"doc_id": "d2", "chunk_id": "c2", "score": -0.0}
+            ]},
+            "context": {"passages": [{"position": 1, "tokens": 3, "doc_id": "d1", "score": 0.5, "text": "t"}],
+                        "dropped": [{"position": 2, "doc_id": "d2", "reason": "below_top_k"}],
+                        "truncated": false, "tokens_used": 3},
+            "generation": {"answer": "a", "citations": ["d1"], "usage": {"input_tokens": 12}},
+        }))
+        .unwrap();
+        let old = |t: &Trace| {
+            content_hash(&json!({
+                "retrieval": t.retrieval,
+                "context": t.context,
+                "generation": t.generation,
+            }))
+        };
+        assert_eq!(trace_content(&trace), old(&trace));
+        trace.context = None;
+        trace.generation = None;
+        assert_eq!(trace_content(&trace), old(&trace));
     }
 
     /// The spliced keys are the content hash of the key's object, so every judgment cached
