@@ -302,49 +302,28 @@ impl Array<'_> {
     }
 }
 
-impl ser::SerializeSeq for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.close()
-    }
+/// The four array-shaped `serde` traits, each writing its elements in place.
+macro_rules! array_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Array<'_> {
+            type Ok = ();
+            type Error = CanonicalError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+                self.element(value)
+            }
+            fn end(self) -> Result<()> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Array<'_> {
-    type Ok = ();
-    type Error = CanonicalError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.element(value)
-    }
-    fn end(self) -> Result<()> {
-        self.close()
-    }
-}
+array_like!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl Object<'_> {
     fn entry<T: Serialize + ?Sized>(&mut self, key: String, value: &T) -> Result<()> {

@@ -193,21 +193,30 @@ fn layer_json(layer: oloproof_core::store::CacheLayer) -> String {
     Value::String(layer.to_string()).to_string()
 }
 
+/// The key of a stage on one case: `{layer, system: its identity, input, ...extra}`, spliced.
+fn stage_key(
+    system: &SystemSettings,
+    identity: Identity,
+    case: &Case,
+    layer: oloproof_core::store::CacheLayer,
+    extra: &[(&str, &str)],
+) -> String {
+    let layer = layer_json(layer);
+    with_shared(system, identity, &case.input, |identity, input| {
+        let mut fields = vec![
+            ("layer", layer.as_str()),
+            ("system", identity),
+            ("input", input),
+        ];
+        fields.extend_from_slice(extra);
+        spliced_hash(&mut fields)
+    })
+}
+
 /// Cache key of a pipeline's `rewrite`: the system's generation identity (name, version,
 /// index version, parameters) and the input.
 pub fn rewrite_key(system: &SystemSettings, case: &Case) -> String {
-    with_shared(
-        system,
-        Identity::Generation,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::REWRITE)),
-                ("system", identity),
-                ("input", input),
-            ])
-        },
-    )
+    stage_key(system, Identity::Generation, case, layer::REWRITE, &[])
 }
 
 /// Cache key of one `retrieve` call of a pipeline: the retrieval identity, the input, the
@@ -225,20 +234,16 @@ pub fn lane_retrieval_key(
     let lane = canonical_json(&json!(request.lane));
     let query = canonical_json(&json!(request.query));
     let skip_filters = canonical_json(&json!(request.skip_filters));
-    with_shared(
+    stage_key(
         system,
         Identity::Retrieval,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::RETRIEVE)),
-                ("system", identity),
-                ("input", input),
-                ("lane", &lane),
-                ("query", &query),
-                ("skip_filters", &skip_filters),
-            ])
-        },
+        case,
+        layer::RETRIEVE,
+        &[
+            ("lane", &lane),
+            ("query", &query),
+            ("skip_filters", &skip_filters),
+        ],
     )
 }
 
@@ -250,18 +255,12 @@ pub fn rerank_key(
     candidates: &[oloproof_core::passage::Passage],
 ) -> String {
     let candidates = canonical_json_of(candidates).unwrap_or_else(|_| "null".into());
-    with_shared(
+    stage_key(
         system,
         Identity::Generation,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::RERANK)),
-                ("system", identity),
-                ("input", input),
-                ("candidates", &candidates),
-            ])
-        },
+        case,
+        layer::RERANK,
+        &[("candidates", &candidates)],
     )
 }
 
@@ -270,34 +269,12 @@ pub type CacheWrite = oloproof_core::store::CacheEntry;
 
 /// Cache key of a case's execution.
 pub fn execution_key(system: &SystemSettings, case: &Case) -> String {
-    with_shared(
-        system,
-        Identity::Execution,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::EXECUTION)),
-                ("system", identity),
-                ("input", input),
-            ])
-        },
-    )
+    stage_key(system, Identity::Execution, case, layer::EXECUTION, &[])
 }
 
 /// Cache key of a retrieval.
 pub fn retrieval_key(system: &SystemSettings, case: &Case) -> String {
-    with_shared(
-        system,
-        Identity::Retrieval,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::RETRIEVE)),
-                ("system", identity),
-                ("input", input),
-            ])
-        },
-    )
+    stage_key(system, Identity::Retrieval, case, layer::RETRIEVE, &[])
 }
 
 /// Cache key of a generation.
@@ -307,18 +284,12 @@ pub fn generation_key<C: serde::Serialize + ?Sized>(
     context: &C,
 ) -> String {
     let context = canonical_json_of(context).unwrap_or_else(|_| "null".into());
-    with_shared(
+    stage_key(
         system,
         Identity::Generation,
-        &case.input,
-        |identity, input| {
-            spliced_hash(&mut [
-                ("layer", &layer_json(layer::GENERATE)),
-                ("system", identity),
-                ("input", input),
-                ("context", &context),
-            ])
-        },
+        case,
+        layer::GENERATE,
+        &[("context", &context)],
     )
 }
 
@@ -558,35 +529,20 @@ mod tests {
             }
         }
         // Equal in `==` but not in canonical JSON: kept apart.
+        let case = |input: &Value| -> Case {
+            serde_json::from_value(json!({"id": "c", "input": input})).unwrap()
+        };
         assert_ne!(
-            execution_key(
-                &systems[0],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[2]})).unwrap()
-            ),
-            execution_key(
-                &systems[0],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[3]})).unwrap()
-            )
+            execution_key(&systems[0], &case(&inputs[2])),
+            execution_key(&systems[0], &case(&inputs[3]))
         );
         assert_ne!(
-            rewrite_key(
-                &systems[0],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
-            ),
-            rewrite_key(
-                &systems[1],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
-            )
+            rewrite_key(&systems[0], &case(&inputs[0])),
+            rewrite_key(&systems[1], &case(&inputs[0]))
         );
         assert_ne!(
-            execution_key(
-                &systems[4],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
-            ),
-            execution_key(
-                &systems[5],
-                &serde_json::from_value(json!({"id": "c", "input": inputs[0]})).unwrap()
-            )
+            execution_key(&systems[4], &case(&inputs[0])),
+            execution_key(&systems[5], &case(&inputs[0]))
         );
     }
 
