@@ -39,8 +39,9 @@ pub(crate) fn write<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Resu
     value.serialize(Writer { out })
 }
 
-/// A JSON string or number as `serde_json` prints it.
-fn scalar<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+/// A JSON string or number as `serde_json` prints it, appended to `out` (the one scalar
+/// writer of canonical JSON, from a value tree or straight from a value).
+pub(crate) fn scalar<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     // A string or a number written into a `Vec` cannot fail.
     serde_json::to_writer(&mut *out, value).expect("a JSON scalar serialises");
 }

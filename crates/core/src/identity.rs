@@ -29,7 +29,7 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_scalar(k, out);
+                crate::canonical::scalar(k, out);
                 out.push(b':');
                 write_canonical(v, out);
             }
@@ -45,18 +45,12 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::String(text) => write_scalar(text, out),
-        Value::Number(n) => write_scalar(n, out),
+        Value::String(text) => crate::canonical::scalar(text, out),
+        Value::Number(n) => crate::canonical::scalar(n, out),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
         Value::Null => out.extend_from_slice(b"null"),
     }
-}
-
-/// A string or number as `serde_json` prints it, appended to `out`.
-fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    // Writing a string or a number into a `Vec` cannot fail.
-    serde_json::to_writer(&mut *out, value).expect("a JSON scalar serialises");
 }
 
 /// Lower-case hex sha256 of `bytes`.

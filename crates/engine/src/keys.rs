@@ -83,7 +83,7 @@ fn with_shared<R>(
             Some(mut parts) if same_settings(&parts.system, system) => {
                 if !same_object(&parts.input, input) {
                     parts.input = input.clone();
-                    parts.input_json = canonical_object(input);
+                    parts.input_json = input_json(input);
                 }
                 parts
             }
@@ -93,7 +93,7 @@ fn with_shared<R>(
                 retrieval: canonical_json(&system.retrieval_identity()),
                 execution: canonical_json(&system.execution_identity()),
                 input: input.clone(),
-                input_json: canonical_object(input),
+                input_json: input_json(input),
             },
         };
         let identity_json = match identity {
@@ -105,6 +105,12 @@ fn with_shared<R>(
         *shared = Some(parts);
         result
     })
+}
+
+/// The canonical JSON of a case's input.
+fn input_json(input: &Map<String, Value>) -> String {
+    // An object of JSON values: it always serialises.
+    canonical_json_of(input).expect("a JSON object serialises")
 }
 
 /// Whether two JSON values have the same canonical JSON: `==` but for numbers, which must be
@@ -130,24 +136,6 @@ fn same_object(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
     x.len() == y.len()
         && x.iter()
             .all(|(k, a)| y.get(k).is_some_and(|b| same_json(a, b)))
-}
-
-/// The canonical JSON of an object ([`canonical_json`] of it as a value, without copying it
-/// into one).
-fn canonical_object(map: &Map<String, Value>) -> String {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    let mut text = String::from("{");
-    for (i, (k, v)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push_str(&Value::String(k.clone()).to_string());
-        text.push(':');
-        text.push_str(&canonical_json(v));
-    }
-    text.push('}');
-    text
 }
 
 /// Whether two systems' settings have the same identities: equal, and their parameters and
