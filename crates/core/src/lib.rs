@@ -51,6 +51,7 @@ pub mod settings;
 pub mod shadow;
 pub mod source;
 pub mod store;
+pub mod stored_trace;
 pub mod summary;
 pub mod system;
 pub mod trace;

@@ -237,7 +237,11 @@ pub struct Fused {
 }
 
 /// Everything the optional stages of one case did. Absent parts did not run.
+///
+/// Reads its stored form too, whose lists refer to a table of passages
+/// ([`crate::stored_trace`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(try_from = "crate::stored_trace::PipelineWire")]
 pub struct Pipeline {
     /// The raw question (`input.question`), recorded beside the rewrites.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -441,8 +441,9 @@ pub struct CaseResult<'a> {
     pub attempt: i64,
     /// The trace.
     pub trace: &'a Trace,
-    /// `serde_json::to_string(trace)`, when the caller has it already (the run writes the
-    /// same text as the case's execution cache entry); `None`: the store serialises `trace`.
+    /// [`crate::stored_trace::stored_json`] of `trace`, when the caller has it already (the
+    /// run writes the same text as the case's execution cache entry); `None`: the store
+    /// serialises `trace` so.
     pub trace_json: Option<&'a str>,
     /// The verdicts.
     pub verdicts: &'a [CriterionVerdict],

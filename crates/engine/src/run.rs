@@ -1097,9 +1097,10 @@ impl RunPlan<'_> {
                                 &mut writes,
                                 &mut judgment,
                             );
-                            // Serialised once, here on the case's thread: the case's row and
-                            // its execution cache entry are the same text.
-                            let trace_json = serde_json::to_string(&trace).ok();
+                            // Serialised once, here on the case's thread, in the stored form
+                            // (a pipeline's passages written once): the case's row and its
+                            // execution cache entry are the same text.
+                            let trace_json = oloproof_core::stored_trace::stored_json(&trace).ok();
                             if let (Some(key), Some(json)) = (execution_entry, &trace_json) {
                                 writes.push((crate::keys::layer::EXECUTION, key, json.clone()));
                             }

@@ -129,7 +129,13 @@ pub(crate) fn encode_results<'a>(results: &[CaseResult<'a>]) -> StoreResult<Vec<
             Ok(EncodedCase {
                 trace_json: match r.trace_json {
                     Some(json) => std::borrow::Cow::Borrowed(json),
-                    None => encode(r.trace, || format!("the trace of {}", r.case_id))?.into(),
+                    // The stored form: a pipeline's passages written once.
+                    None => oloproof_core::stored_trace::stored_json(r.trace)
+                        .map_err(|source| oloproof_core::store::StoreError::Encode {
+                            what: format!("the trace of {}", r.case_id),
+                            source,
+                        })?
+                        .into(),
                 },
                 verdicts: r
                     .verdicts
