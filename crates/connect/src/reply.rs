@@ -4,6 +4,7 @@
 use crate::error::ReplyError;
 use oloproof_core::passage::{Passage, Retrieval};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// At most `max` characters of `s`, with `…` when cut.
@@ -219,18 +220,63 @@ pub(crate) fn retrieve_batch(
     Ok(results
         .iter()
         .enumerate()
-        .map(|(i, entry)| match timed_entry(entry) {
-            Err(reason) => BatchEntry::Bad(ReplyError::RetrieveBatch {
-                reason: format!("`results[{i}]`: {reason}"),
-                reply: entry.to_string(),
-            }),
-            Ok((Ok(ok), elapsed)) => match retrieval(ok, depth) {
-                Ok(r) => BatchEntry::Retrieved(r, elapsed),
-                Err(e) => BatchEntry::Bad(e),
-            },
-            Ok((Err(err), _)) => BatchEntry::Raised(err.clone()),
-        })
+        .map(|(i, entry)| batch_entry(i, entry, depth))
         .collect())
+}
+
+/// Entry `i` of a batch reply.
+fn batch_entry(i: usize, entry: &Value, depth: usize) -> BatchEntry {
+    match timed_entry(entry) {
+        Err(reason) => BatchEntry::Bad(ReplyError::RetrieveBatch {
+            reason: format!("`results[{i}]`: {reason}"),
+            reply: entry.to_string(),
+        }),
+        Ok((Ok(ok), elapsed)) => match retrieval(ok, depth) {
+            Ok(r) => BatchEntry::Retrieved(r, elapsed),
+            Err(e) => BatchEntry::Bad(e),
+        },
+        Ok((Err(err), _)) => BatchEntry::Raised(err.clone()),
+    }
+}
+
+/// Entry `i` of a batch reply, read from its text: an entry that answered (`ok` a retrieve
+/// reply, no `error`, a valid `elapsed_ms`) is deserialised straight into its retrieval;
+/// anything else is read as [`batch_entry`] reads its value, for the same outcome and message.
+fn batch_entry_text(i: usize, entry: &RawValue, depth: usize) -> BatchEntry {
+    /// Whether the key is there at all (`null` included): an `error` beside `ok` is out of
+    /// protocol even when `null`.
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| true)
+    }
+    #[derive(Deserialize)]
+    struct Answered<'a> {
+        #[serde(borrow)]
+        ok: Option<&'a RawValue>,
+        #[serde(default, deserialize_with = "present")]
+        error: bool,
+        elapsed_ms: Option<f64>,
+    }
+    if let Ok(Answered {
+        ok: Some(ok),
+        error: false,
+        elapsed_ms: Some(elapsed),
+    }) = serde_json::from_str::<Answered<'_>>(entry.get())
+    {
+        if elapsed.is_finite() && elapsed >= 0.0 {
+            if let Ok(mut r) = serde_json::from_str::<Retrieval>(ok.get()) {
+                r.candidates.truncate(depth);
+                return BatchEntry::Retrieved(r, elapsed);
+            }
+        }
+    }
+    match serde_json::from_str::<Value>(entry.get()) {
+        Ok(value) => batch_entry(i, &value, depth),
+        // Not reached: a `RawValue` holds valid JSON.
+        Err(e) => BatchEntry::Bad(ReplyError::RetrieveBatch {
+            reason: format!("`results[{i}]`: {e}"),
+            reply: entry.get().to_string(),
+        }),
+    }
 }
 
 /// The rewrite entry of a `rewrite_retrieve` reply.
@@ -260,17 +306,7 @@ pub(crate) fn rewrite_retrieve(
             reply: reply.to_string(),
         });
     };
-    let rewrite = match timed_entry(&entry) {
-        Err(reason) => RewriteEntry::Bad(ReplyError::RetrieveBatch {
-            reason: format!("`rewrite`: {reason}"),
-            reply: entry.to_string(),
-        }),
-        Ok((Ok(ok), elapsed)) => match rewrite(ok.clone()) {
-            Ok(r) => RewriteEntry::Rewritten(r, elapsed),
-            Err(e) => RewriteEntry::Bad(e),
-        },
-        Ok((Err(err), _)) => RewriteEntry::Raised(err.clone()),
-    };
+    let rewrite = rewrite_entry(&entry);
     let calls = match &rewrite {
         RewriteEntry::Rewritten(r, _) => r.queries.len() * lanes,
         _ => 0,
@@ -280,6 +316,69 @@ pub(crate) fn rewrite_retrieve(
         RewriteEntry::Rewritten(..) => retrieve_batch(reply, calls, depth)?,
         _ => Vec::new(),
     };
+    Ok((rewrite, results))
+}
+
+/// The `rewrite` entry of a `rewrite_retrieve` reply.
+fn rewrite_entry(entry: &Value) -> RewriteEntry {
+    match timed_entry(entry) {
+        Err(reason) => RewriteEntry::Bad(ReplyError::RetrieveBatch {
+            reason: format!("`rewrite`: {reason}"),
+            reply: entry.to_string(),
+        }),
+        Ok((Ok(ok), elapsed)) => match rewrite(ok.clone()) {
+            Ok(r) => RewriteEntry::Rewritten(r, elapsed),
+            Err(e) => RewriteEntry::Bad(e),
+        },
+        Ok((Err(err), _)) => RewriteEntry::Raised(err.clone()),
+    }
+}
+
+/// [`rewrite_retrieve`] of the reply's text: its retrieve entries are deserialised straight
+/// into retrievals (a pipeline case's reply carries every lane's passages for every query),
+/// without a `serde_json::Value` of the whole reply. A reply or entry out of protocol is read
+/// as [`rewrite_retrieve`] reads it, with the same errors.
+pub(crate) fn rewrite_retrieve_text(
+    reply: &RawValue,
+    lanes: usize,
+    depth: usize,
+) -> Result<(RewriteEntry, Vec<BatchEntry>), ReplyError> {
+    #[derive(Deserialize)]
+    struct Wire<'a> {
+        #[serde(borrow)]
+        rewrite: &'a RawValue,
+        #[serde(borrow)]
+        results: Vec<&'a RawValue>,
+    }
+    let as_value = || match serde_json::from_str::<Value>(reply.get()) {
+        Ok(value) => rewrite_retrieve(value, lanes, depth),
+        // Not reached: a `RawValue` holds valid JSON.
+        Err(e) => Err(ReplyError::RetrieveBatch {
+            reason: e.to_string(),
+            reply: reply.get().to_string(),
+        }),
+    };
+    let Ok(wire) = serde_json::from_str::<Wire<'_>>(reply.get()) else {
+        return as_value();
+    };
+    let Ok(entry) = serde_json::from_str::<Value>(wire.rewrite.get()) else {
+        return as_value();
+    };
+    let rewrite = rewrite_entry(&entry);
+    let calls = match &rewrite {
+        RewriteEntry::Rewritten(r, _) => r.queries.len() * lanes,
+        // A failed rewrite's results are not read.
+        _ => return Ok((rewrite, Vec::new())),
+    };
+    if wire.results.len() != calls {
+        return as_value();
+    }
+    let results = wire
+        .results
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| batch_entry_text(i, entry, depth))
+        .collect();
     Ok((rewrite, results))
 }
 
@@ -471,6 +570,53 @@ mod tests {
         assert!(reason(json!([1, 1])).contains("`order[1]`: candidate 1 (b) is named twice"));
         assert!(reason(json!([-1])).contains("`order[0]` must be a non-negative integer, got -1"));
         assert!(reason(json!({"0": 1})).contains("`order` must be an array"));
+    }
+
+    #[test]
+    fn a_rewrite_retrieve_reply_reads_the_same_from_its_text() {
+        let good = |q: &str| {
+            json!({"ok": {"query": q, "depth": 3, "candidates": [
+                {"doc_id": "a", "score": 2.5, "text": "t\u{e9}\"q", "metadata": {"k": [1, null]}},
+                {"doc_id": "b", "chunk_id": "c1", "score": -0.0}, {"doc_id": "c"}],
+                "filters": [{"field": "tenant", "op": "=", "value": "acme"}],
+                "usage": {"model": "m", "input_tokens": 4}, "lane": "bm25"},
+             "elapsed_ms": 1.5})
+        };
+        let rewrite = json!({"ok": {"queries": ["q1", "q2"]}, "elapsed_ms": 0.25});
+        let replies = [
+            json!({"rewrite": rewrite, "results": [good("q1"), good("q1"), good("q2"), good("q2")]}),
+            // Each entry out of protocol in its own way, beside good ones.
+            json!({"rewrite": rewrite, "results": [
+                {"ok": {"candidates": []}},
+                {"ok": {"depth": 1, "candidates": []}, "error": null, "elapsed_ms": 1},
+                {"ok": null, "elapsed_ms": 1},
+                {"ok": {"depth": 1, "candidates": "none"}, "elapsed_ms": 1},
+                {"ok": {"depth": 1, "candidates": [{"text": "no id"}]}, "elapsed_ms": 1},
+                {"ok": {"depth": 1, "candidates": []}, "elapsed_ms": "1"},
+                {"ok": {"depth": 1, "candidates": []}, "elapsed_ms": -1},
+            ]}),
+            json!({"rewrite": rewrite, "results": [good("q1"), {"error": {"type": "KeyError", "message": "k"}, "elapsed_ms": 0}, good("q2"), good("q2")]}),
+            // Whole replies out of protocol, and failed rewrites (whose results are not read).
+            json!({"rewrite": rewrite, "results": [good("q1")]}),
+            json!({"rewrite": rewrite, "results": {}}),
+            json!({"results": []}),
+            json!([]),
+            json!({"rewrite": {"error": {"type": "E", "message": "m"}, "elapsed_ms": 1}}),
+            json!({"rewrite": {"ok": {"queries": []}, "elapsed_ms": 1}, "results": 3}),
+            json!({"rewrite": {"ok": ["only"], "elapsed_ms": 1}, "results": [good("only"), good("only")]}),
+        ];
+        for reply in replies {
+            let text = serde_json::value::to_raw_value(&reply).unwrap();
+            let from_value = format!("{:?}", rewrite_retrieve(reply.clone(), 2, 2));
+            let from_text = format!("{:?}", rewrite_retrieve_text(&text, 2, 2));
+            assert_eq!(from_text, from_value, "{reply}");
+        }
+        // The first reply's entries are retrievals, cut to the depth.
+        let text = serde_json::value::to_raw_value(&json!({"rewrite": rewrite, "results": [good("q1"), good("q1"), good("q2"), good("q2")]})).unwrap();
+        let (_, entries) = rewrite_retrieve_text(&text, 2, 2).unwrap();
+        assert!(
+            matches!(&entries[3], BatchEntry::Retrieved(r, ms) if r.candidates.len() == 2 && *ms == 1.5)
+        );
     }
 
     #[test]

@@ -431,6 +431,42 @@ impl WorkerConnection {
     /// new process, once. A reply for any other request id is a protocol error: this host has
     /// one request in flight per worker.
     fn request(&mut self, op: &str, body: &impl Serialize) -> Result<Value, StageError> {
+        let (id, text) = self.exchange(op, body)?;
+        self.response_value(op, id, &text)
+    }
+
+    /// [`Self::request`], answering the `ok` value as its JSON text (for a reply that is
+    /// deserialised straight into typed values). A response that is not a plain
+    /// `{"id": <this request>, "ok": …}` is read as `request` reads it, for the same error.
+    fn request_text(
+        &mut self,
+        op: &str,
+        body: &impl Serialize,
+    ) -> Result<Box<serde_json::value::RawValue>, StageError> {
+        #[derive(serde::Deserialize)]
+        struct Answer<'a> {
+            id: Option<u64>,
+            #[serde(borrow)]
+            ok: Option<&'a serde_json::value::RawValue>,
+        }
+        let (id, text) = self.exchange(op, body)?;
+        if let Ok(Answer {
+            id: Some(rid),
+            ok: Some(ok),
+        }) = serde_json::from_str::<Answer<'_>>(&text)
+        {
+            if rid == id {
+                return Ok(ok.to_owned());
+            }
+        }
+        let value = self.response_value(op, id, &text)?;
+        serde_json::value::to_raw_value(&value)
+            .map_err(|e| self.protocol_error(op, format!("worker reply not re-encoded: {e}")))
+    }
+
+    /// Sends one request and reads the next non-empty line the worker writes: the request's
+    /// id and that line.
+    fn exchange(&mut self, op: &str, body: &impl Serialize) -> Result<(u64, String), StageError> {
         if self.process.is_none() {
             // Restart after a crash or timeout (unless `ready` tried already); the fresh
             // process says hello again.
@@ -488,48 +524,7 @@ impl WorkerConnection {
                     if text.trim().is_empty() {
                         continue;
                     }
-                    let value: Value = match serde_json::from_str(&text) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            return Err(self.protocol_error(
-                                op,
-                                format!(
-                                    "worker wrote a line that is not JSON ({e}): {}",
-                                    truncate(&text, 200)
-                                ),
-                            ))
-                        }
-                    };
-                    match value.get("id").and_then(Value::as_u64) {
-                        Some(rid) if rid == id => return self.unwrap_response(op, value),
-                        Some(rid) => {
-                            return Err(self.protocol_error(
-                                op,
-                                format!(
-                                    "worker answered request {rid}, which is not in flight (this \
-                                     `{op}` is request {id}); each response must carry the `id` of \
-                                     its request: {}",
-                                    truncate(&value.to_string(), 200)
-                                ),
-                            ))
-                        }
-                        None => {
-                            if let Some(err) = value.get("error") {
-                                let err = err.clone();
-                                return Err(self.protocol_error(
-                                    op,
-                                    format!("worker error without id: {err}"),
-                                ));
-                            }
-                            return Err(self.protocol_error(
-                                op,
-                                format!(
-                                    "response without an id: {}",
-                                    truncate(&value.to_string(), 200)
-                                ),
-                            ));
-                        }
-                    }
+                    return Ok((id, text));
                 }
                 Ok(Incoming::Oversized { bytes, head }) => {
                     return Err(self.protocol_error(
@@ -572,6 +567,47 @@ impl WorkerConnection {
                     self.kill();
                     return Err(err);
                 }
+            }
+        }
+    }
+
+    /// The `ok` value of the response `text` to request `id`, or the error it reports or is.
+    fn response_value(&mut self, op: &str, id: u64, text: &str) -> Result<Value, StageError> {
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(self.protocol_error(
+                    op,
+                    format!(
+                        "worker wrote a line that is not JSON ({e}): {}",
+                        truncate(text, 200)
+                    ),
+                ))
+            }
+        };
+        match value.get("id").and_then(Value::as_u64) {
+            Some(rid) if rid == id => self.unwrap_response(op, value),
+            Some(rid) => Err(self.protocol_error(
+                op,
+                format!(
+                    "worker answered request {rid}, which is not in flight (this \
+                     `{op}` is request {id}); each response must carry the `id` of \
+                     its request: {}",
+                    truncate(&value.to_string(), 200)
+                ),
+            )),
+            None => {
+                if let Some(err) = value.get("error") {
+                    let err = err.clone();
+                    return Err(self.protocol_error(op, format!("worker error without id: {err}")));
+                }
+                Err(self.protocol_error(
+                    op,
+                    format!(
+                        "response without an id: {}",
+                        truncate(&value.to_string(), 200)
+                    ),
+                ))
             }
         }
     }
@@ -764,7 +800,7 @@ impl SystemConnection for WorkerConnection {
         if !self.info.implements("rewrite_retrieve") {
             return Err(oloproof_core::system::not_implemented("rewrite_retrieve"));
         }
-        let reply = self.request(
+        let reply = self.request_text(
             "rewrite_retrieve",
             &reply::RewriteRetrieveBody {
                 input,
@@ -773,7 +809,7 @@ impl SystemConnection for WorkerConnection {
                 skip_filters,
             },
         )?;
-        let (rewrite, entries) = reply::rewrite_retrieve(reply, lanes.len().max(1), depth)
+        let (rewrite, entries) = reply::rewrite_retrieve_text(&reply, lanes.len().max(1), depth)
             .map_err(|e| self.reply_error("rewrite", e))?;
         let rewrite = match rewrite {
             reply::RewriteEntry::Rewritten(r, ms) => Ok((r, ms)),

@@ -8,7 +8,7 @@
 //! lane reply for another lane, a fused list naming an unknown document) is a protocol error
 //! of that case, naming the field; it is never cached.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use oloproof_core::case::Case;
@@ -614,15 +614,26 @@ pub(crate) fn host_fuse(
     let options = fusion_options(system.fusion.as_ref(), lists, depth);
     let rank_based = matches!(options.method, FusionMethod::Rrf { .. })
         || options.normalization == Normalization::Rank;
-    // Units keyed by a string the fusion can order; the first occurrence of each is kept.
-    let mut first: BTreeMap<String, Passage> = BTreeMap::new();
-    let mut inputs: Vec<Vec<Retrieved<String>>> = Vec::with_capacity(lists.len());
-    for list in lists {
+    // Units keyed by a string the fusion can order (doc id, U+001F, chunk id), made once per
+    // candidate and borrowed from here on; the first occurrence of each unit is kept.
+    let keys: Vec<Vec<String>> = lists
+        .iter()
+        .map(|list| {
+            list.retrieval
+                .candidates
+                .iter()
+                .map(|p| format!("{}\u{1f}{}", p.doc_id, p.chunk_id.as_deref().unwrap_or("")))
+                .collect()
+        })
+        .collect();
+    let mut first: HashMap<&str, &Passage> = HashMap::new();
+    let mut inputs: Vec<Vec<Retrieved<&str>>> = Vec::with_capacity(lists.len());
+    for (list, keys) in lists.iter().zip(&keys) {
         let mut seen = HashSet::new();
-        let mut ranked = Vec::new();
-        for (i, p) in list.retrieval.candidates.iter().enumerate() {
-            let key = format!("{}\u{1f}{}", p.doc_id, p.chunk_id.as_deref().unwrap_or(""));
-            if !seen.insert(key.clone()) {
+        let mut ranked = Vec::with_capacity(keys.len());
+        for (i, (p, key)) in list.retrieval.candidates.iter().zip(keys).enumerate() {
+            let key = key.as_str();
+            if !seen.insert(key) {
                 continue;
             }
             let score = if rank_based {
@@ -644,7 +655,7 @@ pub(crate) fn host_fuse(
                     )
                 })?
             };
-            first.entry(key.clone()).or_insert_with(|| p.clone());
+            first.entry(key).or_insert(p);
             ranked.push(Retrieved::new(key, score));
         }
         inputs.push(ranked);
@@ -661,9 +672,9 @@ pub(crate) fn host_fuse(
     Ok(fuse(&inputs, &options)
         .into_iter()
         .filter_map(|r| {
-            first.get(&r.doc).map(|p| Passage {
+            first.get(r.doc).map(|p| Passage {
                 score: Some(r.score),
-                ..p.clone()
+                ..(*p).clone()
             })
         })
         .collect())
