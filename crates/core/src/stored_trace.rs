@@ -21,7 +21,9 @@
 //! [`Trace`]. Everything that writes a trace for people or other tools (exports, `--json`,
 //! reports) writes the whole form.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -52,23 +54,30 @@ pub fn stored_json(trace: &Trace) -> serde_json::Result<String> {
         output_tokens,
         production,
     } = trace;
-    serde_json::to_string(&StoredTrace {
-        schema_version,
-        case_id,
-        retrieval: retrieval.as_ref(),
-        pipeline: pipeline.as_ref().map(CompactPipeline::of),
-        context: context.as_ref(),
-        generation: generation.as_ref(),
-        error: error.as_ref(),
-        latency_ms,
-        cache,
-        stderr,
-        intervention: intervention.as_deref(),
-        claims: claims.as_ref(),
-        filter_check: filter_check.as_ref(),
-        output_tokens: output_tokens.as_ref(),
-        production: production.as_ref(),
-    })
+    // Room for a typical pipeline trace at once (a few KB), instead of growing from 128 bytes.
+    let mut out = Vec::with_capacity(4096);
+    serde_json::to_writer(
+        &mut out,
+        &StoredTrace {
+            schema_version,
+            case_id,
+            retrieval: retrieval.as_ref(),
+            pipeline: pipeline.as_ref().map(CompactPipeline::of),
+            context: context.as_ref(),
+            generation: generation.as_ref(),
+            error: error.as_ref(),
+            latency_ms,
+            cache,
+            stderr,
+            intervention: intervention.as_deref(),
+            claims: claims.as_ref(),
+            filter_check: filter_check.as_ref(),
+            output_tokens: output_tokens.as_ref(),
+            production: production.as_ref(),
+        },
+    )?;
+    // serde_json writes UTF-8 only: the error is never met.
+    String::from_utf8(out).map_err(serde::ser::Error::custom)
 }
 
 /// [`Trace`]'s fields, borrowed, serialised as `Trace` serialises them but for the pipeline.
