@@ -49,10 +49,14 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../migrations/postgres/0004_collected_logs.sql"),
     ),
+    (
+        5,
+        include_str!("../migrations/postgres/0005_stored_trace_form.sql"),
+    ),
 ];
 
 /// The schema version a database has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How long to keep retrying an operation whose connection was lost, in seconds (default
 /// [`DEFAULT_RETRY_S`]).

@@ -32,10 +32,14 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
         5,
         include_str!("../migrations/sqlite/0005_collected_logs.sql"),
     ),
+    (
+        6,
+        include_str!("../migrations/sqlite/0006_stored_trace_form.sql"),
+    ),
 ];
 
 /// The schema version a store has once opened for writing.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The wait for locks: [`ENV_BUSY_TIMEOUT`] when set, else [`DEFAULT_BUSY_TIMEOUT_S`].
 fn busy_timeout() -> StoreResult<Duration> {
