@@ -256,3 +256,69 @@ fn config_errors_against_the_hello_are_located_before_anything_runs() {
         transcript(&corpus, tmp.path())
     ));
 }
+
+/// The rows of the newest run's traces as the store keeps them, by case id (read with
+/// Python's sqlite3, as a user inspecting the store would).
+fn stored_traces(dir: &Path) -> std::collections::HashMap<String, Value> {
+    let script = "import json, sqlite3, sys\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        run = c.execute('SELECT id FROM runs ORDER BY created_ms DESC, id DESC').fetchone()[0]\n\
+        rows = c.execute('SELECT case_id, trace_json FROM run_cases WHERE run_id = ?', (run,))\n\
+        print(json.dumps({k: json.loads(t) for k, t in rows}))\n";
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join(".oloproof/oloproof.db"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The store keeps each passage of a pipeline trace once, in `pipeline.passages`, its lists
+/// referring to it; what is shown (and exported) is the whole trace.
+#[test]
+fn a_pipeline_trace_is_stored_with_each_passage_once() {
+    let (_tmp, dir) = project("tests/systems/pipeline");
+    let o = oloproof(&dir, &["run", "."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stored = stored_traces(&dir);
+    let row = &stored["refund"]["pipeline"];
+    let table = row["passages"].as_array().unwrap();
+    let texts: Vec<&str> = table.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert!(!texts.is_empty(), "{table:?}");
+    let mut distinct = texts.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), texts.len(), "each passage once: {table:?}");
+    let entry = &row["fused"]["candidates"][0];
+    assert!(
+        entry["ref"].is_u64() && entry.get("doc_id").is_none(),
+        "{entry}"
+    );
+    // What `show` prints is the whole form: each entry its passage, with its own score.
+    let shown = trace(&dir, "refund");
+    let fused = &shown["pipeline"]["fused"]["candidates"];
+    for (i, e) in row["fused"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let p = &table[e["ref"].as_u64().unwrap() as usize];
+        assert_eq!(fused[i]["doc_id"], p["doc_id"]);
+        assert_eq!(fused[i]["text"], p["text"]);
+        assert_eq!(fused[i]["score"], e["score"]);
+    }
+    // A second run re-uses the stored execution (its cache entry is the same stored text).
+    let again = oloproof(&dir, &["run", "."]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("execution 3 hit/0 miss"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(
+        trace(&dir, "refund")["pipeline"]["fused"],
+        shown["pipeline"]["fused"]
+    );
+}
