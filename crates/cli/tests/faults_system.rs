@@ -48,22 +48,6 @@ fn three(src: &str, fault: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     faulty(src, &cases)
 }
 
-/// Every trace of the store's newest run, by case id (read with Python's sqlite3).
-fn traces(dir: &Path) -> HashMap<String, Value> {
-    let script = "import json, sqlite3, sys\n\
-        c = sqlite3.connect(sys.argv[1])\n\
-        run = c.execute('SELECT id FROM runs ORDER BY created_ms DESC, id DESC').fetchone()[0]\n\
-        rows = c.execute('SELECT case_id, trace_json FROM run_cases WHERE run_id = ?', (run,))\n\
-        print(json.dumps({k: json.loads(t) if t else None for k, t in rows}))\n";
-    let o = Command::new("python3")
-        .args(["-c", script])
-        .arg(dir.join(".oloproof/oloproof.db"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 /// The error message of a case's trace.
 fn error_of(traces: &HashMap<String, Value>, case: &str) -> String {
     let e = &traces[case]["error"];
@@ -124,7 +108,7 @@ fn a_100_mb_line_fails_its_case_and_is_never_held_in_memory() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_summary(&o, 1, 3);
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     let message = error_of(&t, "fault");
     assert!(
         message.starts_with("generate: protocol: worker wrote a line of 1048576"),
@@ -151,7 +135,7 @@ fn a_line_that_is_not_utf8_fails_its_case_and_the_worker_is_restarted() {
     let o = oloproof(&dir, &["run", ".", "--json", "--max-error-rate", "0.5"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_summary(&o, 1, 3);
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     let message = error_of(&t, "fault");
     assert!(
         message.starts_with(
@@ -184,7 +168,7 @@ fn a_reply_for_a_request_never_sent_fails_at_once() {
         stderr(&o)
     );
     assert_summary(&o, 1, 3);
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     let message = error_of(&t, "fault");
     // Requests: hello 1, then retrieve and generate per case; the fault's generate is 5.
     assert!(
@@ -217,7 +201,7 @@ fn a_worker_silent_after_hello_times_out_on_every_case() {
         (s["done"].as_u64(), s["errors"].as_u64()),
         (Some(2), Some(2))
     );
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     for case in ["one", "two"] {
         assert_eq!(
             error_of(&t, case),
@@ -246,7 +230,7 @@ fn a_worker_that_exits_between_requests_is_restarted_and_no_case_is_lost() {
         "{err}"
     );
     // The last case went to a fresh worker, which said hello first.
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     let after = t["after"]["stderr"].as_array().unwrap();
     assert_eq!(after[0], "faulty: hello ", "{after:?}");
 }
@@ -262,7 +246,7 @@ fn a_worker_that_exits_after_every_hello_fails_each_case_once() {
     );
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     assert_eq!(
         error_of(&t, "one"),
         "retrieve: crash: worker exited between two requests (exit status: 0), and again right \
@@ -279,7 +263,7 @@ fn a_worker_flooding_stderr_goes_on_and_its_stderr_is_bounded() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_summary(&o, 0, 3);
-    let t = traces(&dir);
+    let t = stored_traces(&dir);
     let mut marker = false;
     let mut cut = false;
     for (case, trace) in &t {
@@ -372,7 +356,7 @@ fn an_http_system_that_never_answers_times_out() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_summary(&o, 1, 3);
     assert_eq!(
-        error_of(&traces(&dir), "fault"),
+        error_of(&stored_traces(&dir), "fault"),
         format!(
             "generate: timeout: no response from http://127.0.0.1:{}/ within 1.0s",
             s.port
@@ -402,7 +386,7 @@ fn an_http_500_with_an_html_page_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_summary(&o, 1, 3);
     assert_eq!(
-        error_of(&traces(&dir), "fault"),
+        error_of(&stored_traces(&dir), "fault"),
         format!(
             "generate: protocol: http://127.0.0.1:{}/ answered HTTP 500 Internal Server Error \
              (text/html; charset=utf-8) with a body that is not a protocol response (JSON \
@@ -422,7 +406,7 @@ fn an_http_body_cut_off_mid_way_is_a_clear_error() {
     let o = run_http(&dir, &s, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_summary(&o, 1, 3);
-    let message = error_of(&traces(&dir), "fault");
+    let message = error_of(&stored_traces(&dir), "fault");
     let prefix = format!(
         "generate: crash: http://127.0.0.1:{}/ answered HTTP 200 OK, then the connection failed \
          before the end of the body (",
@@ -443,7 +427,7 @@ fn an_http_body_that_is_not_utf8_is_a_protocol_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_summary(&o, 1, 3);
     // The offset depends on the request id's digits.
-    let message = error_of(&traces(&dir), "fault");
+    let message = error_of(&stored_traces(&dir), "fault");
     let prefix = format!(
         "generate: protocol: http://127.0.0.1:{}/ answered HTTP 200 OK (application/json) with a \
          body that is not UTF-8 (invalid byte 0xe9 at offset ",

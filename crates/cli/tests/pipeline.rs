@@ -257,23 +257,6 @@ fn config_errors_against_the_hello_are_located_before_anything_runs() {
     ));
 }
 
-/// The rows of the newest run's traces as the store keeps them, by case id (read with
-/// Python's sqlite3, as a user inspecting the store would).
-fn stored_traces(dir: &Path) -> std::collections::HashMap<String, Value> {
-    let script = "import json, sqlite3, sys\n\
-        c = sqlite3.connect(sys.argv[1])\n\
-        run = c.execute('SELECT id FROM runs ORDER BY created_ms DESC, id DESC').fetchone()[0]\n\
-        rows = c.execute('SELECT case_id, trace_json FROM run_cases WHERE run_id = ?', (run,))\n\
-        print(json.dumps({k: json.loads(t) for k, t in rows}))\n";
-    let o = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(dir.join(".oloproof/oloproof.db"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 /// The store keeps each passage of a pipeline trace once, in `pipeline.passages`, its lists
 /// referring to it; what is shown (and exported) is the whole trace.
 #[test]

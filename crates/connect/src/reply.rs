@@ -240,8 +240,9 @@ fn batch_entry(i: usize, entry: &Value, depth: usize) -> BatchEntry {
 }
 
 /// Entry `i` of a batch reply, read from its text: an entry that answered (`ok` a retrieve
-/// reply, no `error`, a valid `elapsed_ms`) is deserialised straight into its retrieval;
-/// anything else is read as [`batch_entry`] reads its value, for the same outcome and message.
+/// reply, no `error`, a valid `elapsed_ms`) is deserialised straight into its retrieval, in
+/// one pass; anything else is read as [`batch_entry`] reads its value, for the same outcome
+/// and message.
 fn batch_entry_text(i: usize, entry: &RawValue, depth: usize) -> BatchEntry {
     /// Whether the key is there at all (`null` included): an `error` beside `ok` is out of
     /// protocol even when `null`.
@@ -249,24 +250,21 @@ fn batch_entry_text(i: usize, entry: &RawValue, depth: usize) -> BatchEntry {
         serde::de::IgnoredAny::deserialize(d).map(|_| true)
     }
     #[derive(Deserialize)]
-    struct Answered<'a> {
-        #[serde(borrow)]
-        ok: Option<&'a RawValue>,
+    struct Answered {
+        ok: Option<Retrieval>,
         #[serde(default, deserialize_with = "present")]
         error: bool,
         elapsed_ms: Option<f64>,
     }
     if let Ok(Answered {
-        ok: Some(ok),
+        ok: Some(mut r),
         error: false,
         elapsed_ms: Some(elapsed),
-    }) = serde_json::from_str::<Answered<'_>>(entry.get())
+    }) = serde_json::from_str::<Answered>(entry.get())
     {
         if elapsed.is_finite() && elapsed >= 0.0 {
-            if let Ok(mut r) = serde_json::from_str::<Retrieval>(ok.get()) {
-                r.candidates.truncate(depth);
-                return BatchEntry::Retrieved(r, elapsed);
-            }
+            r.candidates.truncate(depth);
+            return BatchEntry::Retrieved(r, elapsed);
         }
     }
     match serde_json::from_str::<Value>(entry.get()) {

@@ -187,3 +187,20 @@ pub fn reference_tool(var: &str) -> Option<String> {
         }
     }
 }
+
+/// Every trace of the newest run as the store keeps it, by case id (`null` for a case without
+/// one), read with Python's sqlite3 as a user inspecting the store would.
+pub fn stored_traces(dir: &Path) -> std::collections::HashMap<String, serde_json::Value> {
+    let script = "import json, sqlite3, sys\n\
+        c = sqlite3.connect(sys.argv[1])\n\
+        run = c.execute('SELECT id FROM runs ORDER BY created_ms DESC, id DESC').fetchone()[0]\n\
+        rows = c.execute('SELECT case_id, trace_json FROM run_cases WHERE run_id = ?', (run,))\n\
+        print(json.dumps({k: json.loads(t) if t else None for k, t in rows}))\n";
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join(".oloproof/oloproof.db"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
