@@ -181,8 +181,12 @@ pub fn openinference_documents<'a>(
         return Some(docs);
     }
     let head = format!("{prefix}.");
-    let mut by_index: BTreeMap<usize, BTreeMap<&str, &Value>> = BTreeMap::new();
-    for (key, value) in span.attributes.range(head.clone()..) {
+    // (index, which field, value) of every key under the prefix, in key order; a key whose
+    // field is not one read still makes its index a document. Grouped by index below (a
+    // stable sort: for a field given twice, as `{i}.document.id` and `{i}.id`, the later
+    // key wins, as inserting them in order would).
+    let mut found: Vec<(usize, Option<usize>, &Value)> = Vec::new();
+    for (key, value) in span.attributes.range_from(&head) {
         let Some(rest) = key.strip_prefix(&head) else {
             break;
         };
@@ -192,27 +196,39 @@ pub fn openinference_documents<'a>(
         let Ok(index) = index.parse::<usize>() else {
             continue;
         };
-        let field = field.strip_prefix("document.").unwrap_or(field);
-        by_index.entry(index).or_default().insert(field, value);
+        let slot = match field.strip_prefix("document.").unwrap_or(field) {
+            "id" => Some(0),
+            "content" => Some(1),
+            "score" => Some(2),
+            "metadata" => Some(3),
+            _ => None,
+        };
+        found.push((index, slot, value));
     }
-    if by_index.is_empty() {
+    if found.is_empty() {
         return None;
     }
-    Some(
-        by_index
-            .into_iter()
-            .map(|(i, fields)| {
-                document_of(
-                    fields.get("id").copied(),
-                    fields.get("content").copied(),
-                    fields.get("score").copied(),
-                    fields.get("metadata").copied(),
-                    || format!("{prefix}.{i}.document"),
-                    notes,
-                )
-            })
-            .collect(),
-    )
+    found.sort_by_key(|f| f.0);
+    let mut docs = Vec::new();
+    for group in found.chunk_by(|a, b| a.0 == b.0) {
+        let mut fields: [Option<&Value>; 4] = [None; 4];
+        for &(_, slot, value) in group {
+            if let Some(slot) = slot {
+                fields[slot] = Some(value);
+            }
+        }
+        let [id, content, score, metadata] = fields;
+        let i = group[0].0;
+        docs.push(document_of(
+            id,
+            content,
+            score,
+            metadata,
+            || format!("{prefix}.{i}.document"),
+            notes,
+        ));
+    }
+    Some(docs)
 }
 
 /// The documents of `gen_ai.retrieval.documents` (`[{id, score, content?, metadata?}]`,
@@ -383,7 +399,7 @@ type MessageParts = (Option<String>, Option<String>, BTreeMap<usize, String>);
 fn flattened_messages(span: &Span, prefix: &str, notes: &mut Notes) -> Option<Vec<ChatMessage>> {
     let head = format!("{prefix}.");
     let mut by_index: BTreeMap<usize, MessageParts> = BTreeMap::new();
-    for (key, value) in span.attributes.range(head.clone()..) {
+    for (key, value) in span.attributes.range_from(&head) {
         let Some(rest) = key.strip_prefix(&head) else {
             break;
         };
@@ -441,7 +457,7 @@ fn flattened_genai_messages(
     let head = format!("{prefix}.");
     let mut by_index: BTreeMap<usize, (Option<String>, BTreeMap<usize, GenAiPart>)> =
         BTreeMap::new();
-    for (key, value) in span.attributes.range(head.clone()..) {
+    for (key, value) in span.attributes.range_from(&head) {
         let Some(rest) = key.strip_prefix(&head) else {
             break;
         };
@@ -524,7 +540,7 @@ fn genai_messages(span: &Span, key: &str, notes: &mut Notes) -> Option<Vec<ChatM
 fn legacy_messages(span: &Span, prefix: &str, notes: &mut Notes) -> Option<Vec<ChatMessage>> {
     let head = format!("{prefix}.");
     let mut by_index: BTreeMap<usize, ChatMessage> = BTreeMap::new();
-    for (key, value) in span.attributes.range(head.clone()..) {
+    for (key, value) in span.attributes.range_from(&head) {
         let Some(rest) = key.strip_prefix(&head) else {
             break;
         };
@@ -592,7 +608,7 @@ pub fn tokens(span: &Span, notes: &mut Notes) -> Tokens {
     let mut count = |keys: &[&str]| -> Option<u64> {
         let (key, v) = keys
             .iter()
-            .find_map(|k| span.attributes.get(*k).map(|v| (*k, v)))?;
+            .find_map(|k| span.attributes.get(k).map(|v| (*k, v)))?;
         match v {
             Value::Number(n) => n.as_u64().or_else(|| {
                 n.as_f64()

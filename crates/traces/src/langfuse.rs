@@ -75,7 +75,7 @@ use serde_json::{json, Map, Value};
 
 use crate::phoenix::{first_record, flatten_into, get, time_of};
 use crate::problems::{ImportSummary, Problem};
-use crate::span::{Decoded, Location, Span, SpanStatus, StatusCode, TraceFeedback};
+use crate::span::{Attributes, Decoded, Location, Span, SpanStatus, StatusCode, TraceFeedback};
 
 /// Whether a JSON record (or the first of a page or array) is a Langfuse export: an
 /// observation (`traceId` / `trace_id` with `type` or a start time), a score (`dataType` /
@@ -398,7 +398,7 @@ impl LangfuseReader {
             });
             return None;
         };
-        let mut attrs: BTreeMap<String, Value> = BTreeMap::new();
+        let mut attrs = Attributes::new();
         attrs.insert("langfuse.observation.type".into(), json!(ty));
         let oi_kind = match ty.as_str() {
             "GENERATION" => Some("LLM"),
@@ -558,7 +558,7 @@ impl LangfuseReader {
             },
             _ => None,
         };
-        let mut attrs = BTreeMap::new();
+        let mut attrs = Attributes::new();
         attrs.insert("openinference.span.kind".into(), json!("CHAIN"));
         attrs.insert("langfuse.observation.type".into(), json!("TRACE"));
         if let Some(v) = get(o, &["input"]) {
@@ -588,7 +588,7 @@ impl LangfuseReader {
     fn context(
         &mut self,
         o: &Map<String, Value>,
-        attrs: &mut BTreeMap<String, Value>,
+        attrs: &mut Attributes,
         at: &Location,
         what: &str,
     ) {
@@ -633,13 +633,7 @@ impl LangfuseReader {
         }
     }
 
-    fn usage(
-        &mut self,
-        o: &Map<String, Value>,
-        attrs: &mut BTreeMap<String, Value>,
-        at: &Location,
-        what: &str,
-    ) {
+    fn usage(&mut self, o: &Map<String, Value>, attrs: &mut Attributes, at: &Location, what: &str) {
         let details = get(o, &["usageDetails", "usage_details"]).map(structured);
         let legacy = get(o, &["usage"]).map(structured);
         let sources: Vec<&Map<String, Value>> = [details.as_ref(), legacy.as_ref()]
@@ -827,7 +821,7 @@ impl LangfuseReader {
                 }
                 None if top.len() > 1 => {
                     self.summary.spans_read += 1;
-                    let mut attrs = BTreeMap::new();
+                    let mut attrs = Attributes::new();
                     attrs.insert("openinference.span.kind".into(), json!("CHAIN"));
                     attrs.insert("langfuse.synthesized_root".into(), json!(true));
                     for key in ["user.id", "session.id", "tag.tags", "metadata"] {
@@ -940,7 +934,7 @@ fn short(v: &Value) -> String {
 }
 
 /// `input.value` / `output.value`: text as is, JSON as JSON text with its mime type.
-fn put_io(attrs: &mut BTreeMap<String, Value>, which: &str, v: &Value) {
+fn put_io(attrs: &mut Attributes, which: &str, v: &Value) {
     match v {
         Value::Null => {}
         Value::String(s) => {
@@ -993,11 +987,7 @@ fn messages(v: &Value) -> Option<Vec<(Option<String>, Option<String>)>> {
     )
 }
 
-fn put_messages(
-    attrs: &mut BTreeMap<String, Value>,
-    prefix: &str,
-    msgs: &[(Option<String>, Option<String>)],
-) {
+fn put_messages(attrs: &mut Attributes, prefix: &str, msgs: &[(Option<String>, Option<String>)]) {
     for (i, (role, content)) in msgs.iter().enumerate() {
         if let Some(r) = role {
             attrs.insert(format!("{prefix}.{i}.message.role"), json!(r));
@@ -1043,7 +1033,7 @@ fn documents(v: &Value) -> Option<Vec<BTreeMap<String, Value>>> {
                     d.insert("score".into(), s.clone());
                 }
                 if let Some(m) = pick(&["metadata"]) {
-                    let mut flat = BTreeMap::new();
+                    let mut flat = Attributes::new();
                     flatten_into("metadata", m, &mut flat);
                     d.extend(flat);
                 }

@@ -39,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod assemble;
+pub mod attributes;
 pub mod conventions;
 pub mod error;
 mod json_out;

@@ -24,15 +24,13 @@
 //! (`wrong_attribute_type`), a bad timestamp (`bad_timestamp`) or a malformed parent id
 //! (`bad_id`, the span kept without its parent) is noted and the span kept.
 
-use std::collections::BTreeMap;
-
 use base64::Engine as _;
 use prost::Message as _;
 use serde_json::{Map, Number, Value};
 
 use crate::error::RequestError;
 use crate::problems::{ImportSummary, Problem};
-use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
+use crate::span::{Attributes, Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode};
 
 pub mod files;
 pub mod logs;
@@ -260,7 +258,7 @@ fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
 /// One JSON span, or `None` (counted as dropped) when its ids cannot be read.
 fn json_span(
     v: &Value,
-    resource: &std::sync::Arc<BTreeMap<String, Value>>,
+    resource: &std::sync::Arc<Attributes>,
     at: &Location,
     summary: &mut ImportSummary,
 ) -> Option<Span> {
@@ -564,8 +562,8 @@ fn json_attributes(
     at: &Location,
     what: &str,
     summary: &mut ImportSummary,
-) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
+) -> Attributes {
+    let mut out = Attributes::new();
     let Some(items) = v.as_array() else {
         summary.note(Problem {
             kind: "wrong_attribute_type".into(),
@@ -997,7 +995,7 @@ fn decode_protobuf_into(bytes: &[u8], file: &str, base: usize, out: &mut Decoded
         if top.number != 1 || !top.len {
             continue;
         }
-        let mut resource = BTreeMap::new();
+        let mut resource = Attributes::new();
         let mut spans: Vec<(pb::Span, usize)> = Vec::new();
         for f in Fields::new(top.data, top.data_offset) {
             let f = match f {
@@ -1108,7 +1106,7 @@ fn declared_past_end(bytes: &[u8]) -> bool {
 
 fn pb_span(
     s: pb::Span,
-    resource: &std::sync::Arc<BTreeMap<String, Value>>,
+    resource: &std::sync::Arc<Attributes>,
     at: &Location,
     summary: &mut ImportSummary,
 ) -> Option<Span> {
@@ -1192,8 +1190,8 @@ fn pb_attributes(
     at: &Location,
     what: &str,
     summary: &mut ImportSummary,
-) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
+) -> Attributes {
+    let mut out = Attributes::new();
     for kv in kvs {
         let value = kv
             .value

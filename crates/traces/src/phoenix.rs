@@ -43,14 +43,16 @@
 //! kept), an annotation without a name or a value (`bad_feedback`), one whose span or trace is
 //! not in the input (`feedback_without_trace`): noted and left out.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use oloproof_core::production::Feedback;
 use serde_json::{json, Map, Value};
 
 use crate::otlp;
 use crate::problems::{ImportSummary, Problem};
-use crate::span::{Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode, TraceFeedback};
+use crate::span::{
+    Attributes, Decoded, Location, Span, SpanEvent, SpanStatus, StatusCode, TraceFeedback,
+};
 use crate::timestamp::parse_iso8601;
 
 /// Whether a JSON record (one span, one annotation, a page of them, or an array) is a Phoenix
@@ -299,7 +301,7 @@ pub(crate) fn time_of(v: &Value) -> Result<u64, String> {
 /// objects by key, lists of objects by index (`retrieval.documents.0.document.id`); lists of
 /// scalars stay lists; `null` is absent; a `metadata` object stays whole (the conventions
 /// read it as one value).
-pub(crate) fn flatten_into(prefix: &str, value: &Value, out: &mut BTreeMap<String, Value>) {
+pub(crate) fn flatten_into(prefix: &str, value: &Value, out: &mut Attributes) {
     let last = prefix.rsplit('.').next().unwrap_or(prefix);
     match value {
         Value::Null => {}
@@ -327,7 +329,7 @@ pub(crate) fn flatten_into(prefix: &str, value: &Value, out: &mut BTreeMap<Strin
 /// Regroups keys below a `metadata` segment (`metadata.intent`,
 /// `retrieval.documents.0.document.metadata.tenant`, as a fully flattened export writes them)
 /// into the `metadata` object the conventions read.
-pub(crate) fn regroup_metadata(attrs: &mut BTreeMap<String, Value>) {
+pub(crate) fn regroup_metadata(attrs: &mut Attributes) {
     let keys: Vec<String> = attrs
         .keys()
         .filter(|k| k.starts_with("metadata.") || k.contains(".metadata."))
@@ -349,10 +351,7 @@ pub(crate) fn regroup_metadata(attrs: &mut BTreeMap<String, Value>) {
             continue;
         }
         if let Some(v) = attrs.remove(&key) {
-            if let Value::Object(m) = attrs
-                .entry(head)
-                .or_insert_with(|| Value::Object(Map::new()))
-            {
+            if let Value::Object(m) = attrs.get_or_insert_with(head, || Value::Object(Map::new())) {
                 m.insert(tail, v);
             }
         }
@@ -448,7 +447,7 @@ fn phoenix_span(
     let start_unix_nano = time("start_time");
     let end_unix_nano = time("end_time");
 
-    let mut attributes = BTreeMap::new();
+    let mut attributes = Attributes::new();
     match get(obj, &["attributes"]) {
         None => {}
         Some(v @ Value::Object(_)) => flatten_into("", v, &mut attributes),
@@ -470,9 +469,10 @@ fn phoenix_span(
         match kind.as_str() {
             Some(k) if k.eq_ignore_ascii_case("UNKNOWN") || k.is_empty() => {}
             Some(k) => {
-                attributes
-                    .entry("openinference.span.kind".into())
-                    .or_insert_with(|| Value::String(k.to_string()));
+                attributes.insert_if_absent(
+                    "openinference.span.kind".into(),
+                    Value::String(k.to_string()),
+                );
             }
             None => note(
                 "wrong_attribute_type",
@@ -516,7 +516,7 @@ fn phoenix_span(
                     );
                     continue;
                 };
-                let mut attrs = BTreeMap::new();
+                let mut attrs = Attributes::new();
                 if let Some(a) = get(eo, &["attributes"]) {
                     flatten_into("", a, &mut attrs);
                 }

@@ -1,9 +1,9 @@
 //! The one span model every reader decodes into.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use crate::attributes::Attributes;
 
 /// One span, as any source recorded it: OTLP's fields, ids as lower-case hex.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -30,7 +30,7 @@ pub struct Span {
     /// Attributes, flattened to JSON values: strings, numbers, booleans, arrays; OTLP
     /// `kvlistValue`s as objects; `bytesValue` as its base64 text.
     #[serde(default)]
-    pub attributes: BTreeMap<String, Value>,
+    pub attributes: Attributes,
     /// Events (exceptions, OpenTelemetry GenAI content events), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<SpanEvent>,
@@ -40,7 +40,7 @@ pub struct Span {
     /// The resource's attributes (`service.name`, …), shared by every span of the resource
     /// (a line of 64 spans holds one map, not 64 copies).
     #[serde(default, skip_serializing_if = "is_empty_map")]
-    pub resource: std::sync::Arc<BTreeMap<String, Value>>,
+    pub resource: std::sync::Arc<Attributes>,
     /// Where the span was read from, for messages.
     #[serde(default)]
     pub at: Location,
@@ -69,7 +69,7 @@ pub struct SpanEvent {
     pub time_unix_nano: Option<u64>,
     /// Attributes, as for [`Span::attributes`].
     #[serde(default)]
-    pub attributes: BTreeMap<String, Value>,
+    pub attributes: Attributes,
 }
 
 /// OTLP `Status`.
@@ -188,6 +188,6 @@ pub struct Decoded {
 }
 
 /// Whether a shared resource map is empty (serde's `skip_serializing_if` of [`Span::resource`]).
-fn is_empty_map(map: &std::sync::Arc<BTreeMap<String, Value>>) -> bool {
+fn is_empty_map(map: &std::sync::Arc<Attributes>) -> bool {
     map.is_empty()
 }

@@ -62,7 +62,7 @@ struct Record {
     span_id: Result<Option<String>, String>,
     event_name: String,
     time_unix_nano: Option<u64>,
-    attributes: std::collections::BTreeMap<String, Value>,
+    attributes: crate::span::Attributes,
     body: Option<Value>,
 }
 
@@ -114,11 +114,11 @@ fn keep(record: Record, at: Location, out: &mut Decoded) {
         None | Some(Value::Null) => {}
         Some(Value::Object(fields)) => {
             for (k, v) in fields {
-                attributes.entry(k).or_insert(v);
+                attributes.insert_if_absent(k, v);
             }
         }
         Some(other) => {
-            attributes.entry("body".into()).or_insert(other);
+            attributes.insert_if_absent("body".into(), other);
         }
     }
     out.log_events.push(LogEvent {

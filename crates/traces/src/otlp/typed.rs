@@ -17,7 +17,6 @@
 //! never accepted here.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -25,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use super::{code_of, decode_id, kind_name};
-use crate::span::{Location, Span, SpanEvent, SpanStatus};
+use crate::span::{Attributes, Location, Span, SpanEvent, SpanStatus};
 
 /// The spans of one clean line (and how many were read: all of them), or `None` when the line
 /// must be read by the `Value` reader.
@@ -50,11 +49,7 @@ pub(super) fn decode_line(line: &str, at: &Location) -> Option<Vec<Span>> {
 }
 
 /// One span, or `None` when the `Value` reader would note a problem about it.
-fn span(
-    raw: RawSpan<'_>,
-    resource: &std::sync::Arc<BTreeMap<String, Value>>,
-    at: &Location,
-) -> Option<Span> {
+fn span(raw: RawSpan<'_>, resource: &std::sync::Arc<Attributes>, at: &Location) -> Option<Span> {
     let trace_id = decode_id(&raw.trace_id?.0, 16).ok()??;
     let span_id = decode_id(&raw.span_id?.0, 8).ok()??;
     let parent_span_id = match raw.parent_span_id {
@@ -107,25 +102,24 @@ fn span(
 
 /// A list of `KeyValue`s read straight into the attribute map, later keys replacing earlier
 /// ones (as the `Value` reader inserts them).
-struct Attributes(BTreeMap<String, Value>);
+struct AttributeList(Attributes);
 
-impl<'de> Deserialize<'de> for Attributes {
+impl<'de> Deserialize<'de> for AttributeList {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Attributes;
+            type Value = AttributeList;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a list of KeyValue")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Attributes, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttributeList, A::Error> {
                 let mut pairs = Vec::with_capacity(seq.size_hint().unwrap_or(8));
                 while let Some(kv) = seq.next_element::<KeyValue>()? {
                     pairs.push((kv.key.0.into_owned(), kv.value));
                 }
-                // Built at once from the pairs sorted by key (a stable sort, and the last of
-                // equal keys kept: what inserting them in order gives), with fewer key
-                // comparisons and node allocations than one insert at a time.
-                Ok(Attributes(pairs.into_iter().collect()))
+                // Sorted at once (a stable sort, and the last of equal keys kept: what
+                // inserting them in order gives).
+                Ok(AttributeList(Attributes::from_pairs(pairs)))
             }
         }
         d.deserialize_seq(V)
@@ -338,7 +332,7 @@ impl<'de> Deserialize<'de> for TracesData<'de> {
 /// `ResourceSpans`: the resource's attributes and the three spellings of the scope lists (all
 /// read, in the `Value` reader's order).
 struct ResourceSpans<'de> {
-    resource_attributes: Option<Attributes>,
+    resource_attributes: Option<AttributeList>,
     scope_spans: Option<Vec<ScopeSpans<'de>>>,
     scope_spans_snake: Option<Vec<ScopeSpans<'de>>>,
     library_spans: Option<Vec<ScopeSpans<'de>>>,
@@ -384,7 +378,7 @@ impl<'de> Deserialize<'de> for ResourceSpans<'de> {
 
 /// `Resource`: its attributes (a list; `null` is a problem, left to the `Value` reader).
 struct Resource {
-    attributes: Option<Attributes>,
+    attributes: Option<AttributeList>,
 }
 
 impl<'de> Deserialize<'de> for Resource {
@@ -453,7 +447,7 @@ struct RawSpan<'de> {
     start: Option<IntLike>,
     end: Option<IntLike>,
     kind: Option<Option<i64>>,
-    attributes: Option<Attributes>,
+    attributes: Option<AttributeList>,
     events: Option<Vec<RawEvent<'de>>>,
     status: Option<RawStatus<'de>>,
 }
@@ -476,7 +470,7 @@ impl<'de> Deserialize<'de> for RawSpan<'de> {
                 let mut start: Option<Option<IntLike>> = None;
                 let mut end: Option<Option<IntLike>> = None;
                 let mut kind: Option<Option<EnumLike<false>>> = None;
-                let mut attributes: Option<Attributes> = None;
+                let mut attributes: Option<AttributeList> = None;
                 let mut events: Option<Option<Vec<RawEvent>>> = None;
                 let mut status: Option<Option<RawStatus>> = None;
                 while let Some(k) = map.next_key::<Str>()? {
@@ -522,7 +516,7 @@ impl<'de> Deserialize<'de> for RawSpan<'de> {
 struct RawEvent<'de> {
     name: Option<Str<'de>>,
     time: Option<IntLike>,
-    attributes: Option<Attributes>,
+    attributes: Option<AttributeList>,
 }
 
 impl<'de> Deserialize<'de> for RawEvent<'de> {
@@ -536,7 +530,7 @@ impl<'de> Deserialize<'de> for RawEvent<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut name: Option<Option<Str>> = None;
                 let mut time: Option<Option<IntLike>> = None;
-                let mut attributes: Option<Attributes> = None;
+                let mut attributes: Option<AttributeList> = None;
                 while let Some(k) = map.next_key::<Str>()? {
                     match &*k.0 {
                         "name" => once(&mut name, map.next_value()?)?,

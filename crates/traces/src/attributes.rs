@@ -1,0 +1,325 @@
+//! [`Attributes`]: a span's (or event's, or resource's) attributes, one sorted vector.
+//!
+//! A span holds about fourteen attributes and an import reads millions of spans. A
+//! `BTreeMap<String, Value>` of that size is one to three node allocations, built by sorting
+//! and bulk-pushing, and freed node by node; this is one allocation, filled and then sorted
+//! once. It answers what the readers and [`crate::conventions`] ask of a map — a key's
+//! value, the keys from a prefix on, in order — with the same results a `BTreeMap` gives:
+//! keys are unique and kept in their byte order (`String`'s `Ord`), and a key inserted again
+//! replaces its value.
+
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// Attributes: unique keys in byte order, each with its value (a JSON value, as the readers
+/// flatten OTLP `AnyValue`s).
+#[derive(Clone, Default, PartialEq)]
+pub struct Attributes {
+    /// Sorted by key, keys unique.
+    entries: Vec<(String, Value)>,
+}
+
+impl Attributes {
+    /// No attributes.
+    pub fn new() -> Self {
+        Attributes::default()
+    }
+
+    /// Room for `n` attributes.
+    pub fn with_capacity(n: usize) -> Self {
+        Attributes {
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    /// The pairs in the order given, the last of equal keys kept (what inserting them one at a
+    /// time gives).
+    pub fn from_pairs(mut pairs: Vec<(String, Value)>) -> Self {
+        // A stable sort keeps equal keys in their given order; the last of each run wins.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut entries: Vec<(String, Value)> = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            match entries.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => entries.push((k, v)),
+            }
+        }
+        Attributes { entries }
+    }
+
+    fn position(&self, key: &str) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key))
+    }
+
+    /// How many attributes.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.position(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    /// Whether `key` is there.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_ok()
+    }
+
+    /// Sets `key` to `value`; the value it replaces, if any.
+    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+        match self.position(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) => {
+                self.entries.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    /// Sets `key` to `value` unless it is there already (`entry(key).or_insert(value)`).
+    pub fn insert_if_absent(&mut self, key: String, value: Value) {
+        if let Err(i) = self.position(&key) {
+            self.entries.insert(i, (key, value));
+        }
+    }
+
+    /// The value of `key`, set to `default()` first when it is not there
+    /// (`entry(key).or_insert_with(default)`).
+    pub fn get_or_insert_with(
+        &mut self,
+        key: String,
+        default: impl FnOnce() -> Value,
+    ) -> &mut Value {
+        let i = match self.position(&key) {
+            Ok(i) => i,
+            Err(i) => {
+                self.entries.insert(i, (key, default()));
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    /// The keys, in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + '_ {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    /// Removes `key`; its value, if it was there.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.position(key).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    /// Keeps the attributes for which `keep` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+        self.entries.retain_mut(|(k, v)| keep(k, v));
+    }
+
+    /// The attributes in key order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            inner: self.entries.iter(),
+        }
+    }
+
+    /// The attributes whose key is `head` or after it, in key order (`range(head..)` of a
+    /// `BTreeMap`): where a prefix scan starts.
+    pub fn range_from(&self, head: &str) -> Iter<'_> {
+        let start = self.entries.partition_point(|(k, _)| k.as_str() < head);
+        Iter {
+            inner: self.entries[start..].iter(),
+        }
+    }
+}
+
+/// The attributes of an [`Attributes`], in key order.
+pub struct Iter<'a> {
+    inner: std::slice::Iter<'a, (String, Value)>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a String, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|(k, v)| (k, v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|(k, v)| (k, v))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Attributes {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl IntoIterator for Attributes {
+    type Item = (String, Value);
+    type IntoIter = std::vec::IntoIter<(String, Value)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+impl FromIterator<(String, Value)> for Attributes {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
+        Attributes::from_pairs(iter.into_iter().collect())
+    }
+}
+
+impl<const N: usize> From<[(String, Value); N]> for Attributes {
+    fn from(pairs: [(String, Value); N]) -> Self {
+        Attributes::from_pairs(pairs.into())
+    }
+}
+
+impl Extend<(String, Value)> for Attributes {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl std::ops::Index<&str> for Attributes {
+    type Output = Value;
+
+    /// The value of `key`; panics when it is not there (as `BTreeMap`'s index does).
+    fn index(&self, key: &str) -> &Value {
+        self.get(key)
+            .unwrap_or_else(|| panic!("no attribute `{key}`"))
+    }
+}
+
+impl fmt::Debug for Attributes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Attributes {
+    /// A JSON object, keys in order (as a `BTreeMap` serializes).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.entries.len()))?;
+        for (k, v) in &self.entries {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Attributes {
+    /// A JSON object; a key given twice keeps its last value.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Attributes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of attributes")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Attributes, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    pairs.push((k, v));
+                }
+                Ok(Attributes::from_pairs(pairs))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// Every operation gives what a `BTreeMap` gives, on random keys with repeats and shared
+    /// prefixes.
+    #[test]
+    fn behaves_as_a_btreemap() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let keys = [
+            "a", "a.b", "a.b.0", "a.b.10", "a.b.2", "b", "", "é", "a\u{1f}", "z",
+        ];
+        for _ in 0..500 {
+            let n = rng.random_range(0..20);
+            let pairs: Vec<(String, Value)> = (0..n)
+                .map(|i| {
+                    let k = keys[rng.random_range(0..keys.len())].to_string();
+                    (k, json!(i))
+                })
+                .collect();
+            let mut ours: Attributes = pairs.iter().cloned().collect();
+            let mut theirs: BTreeMap<String, Value> = pairs.iter().cloned().collect();
+            assert_eq!(
+                ours.iter().collect::<Vec<_>>(),
+                theirs.iter().collect::<Vec<_>>()
+            );
+            let head = keys[rng.random_range(0..keys.len())];
+            assert_eq!(
+                ours.range_from(head).collect::<Vec<_>>(),
+                theirs.range(head.to_string()..).collect::<Vec<_>>()
+            );
+            for k in keys {
+                assert_eq!(ours.get(k), theirs.get(k));
+                assert_eq!(ours.contains_key(k), theirs.contains_key(k));
+            }
+            let k = keys[rng.random_range(0..keys.len())].to_string();
+            assert_eq!(
+                ours.insert(k.clone(), json!("x")),
+                theirs.insert(k, json!("x"))
+            );
+            let k = keys[rng.random_range(0..keys.len())];
+            assert_eq!(ours.remove(k), theirs.remove(k));
+            let k = keys[rng.random_range(0..keys.len())].to_string();
+            ours.insert_if_absent(k.clone(), json!("y"));
+            theirs.entry(k).or_insert(json!("y"));
+            ours.retain(|k, _| !k.ends_with('0'));
+            theirs.retain(|k, _| !k.ends_with('0'));
+            assert_eq!(ours.len(), theirs.len());
+            assert_eq!(
+                serde_json::to_string(&ours).unwrap(),
+                serde_json::to_string(&theirs).unwrap()
+            );
+            let back: Attributes =
+                serde_json::from_str(&serde_json::to_string(&ours).unwrap()).unwrap();
+            assert_eq!(back, ours);
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let a: Attributes = serde_json::from_str(r#"{"k": 1, "j": 0, "k": 2}"#).unwrap();
+        assert_eq!(a["k"], json!(2));
+        assert_eq!(a.len(), 2);
+        let b = Attributes::from([("k".to_string(), json!(1)), ("k".to_string(), json!(3))]);
+        assert_eq!(b["k"], json!(3));
+    }
+}
