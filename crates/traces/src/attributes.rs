@@ -17,10 +17,26 @@ use serde_json::Value;
 
 /// Attributes: unique keys in byte order, each with its value (a JSON value, as the readers
 /// flatten OTLP `AnyValue`s).
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default)]
 pub struct Attributes {
     /// Sorted by key, keys unique.
     entries: Vec<(String, Value)>,
+    /// Bit `len % 64` is set for the length of every key there (and may stay set after a
+    /// removal): most lookups are of keys a span does not have (`metadata`, `session.id`,
+    /// `gen_ai.system` on an OpenInference span), and a clear bit answers them without a
+    /// search.
+    lengths: u64,
+}
+
+/// The bit of a key's length in [`Attributes::lengths`].
+fn length_bit(key: &str) -> u64 {
+    1 << (key.len() % 64)
+}
+
+impl PartialEq for Attributes {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
 }
 
 impl Attributes {
@@ -33,6 +49,7 @@ impl Attributes {
     pub fn with_capacity(n: usize) -> Self {
         Attributes {
             entries: Vec::with_capacity(n),
+            lengths: 0,
         }
     }
 
@@ -42,17 +59,26 @@ impl Attributes {
         // A stable sort keeps equal keys in their given order; the last of each run wins.
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         let mut entries: Vec<(String, Value)> = Vec::with_capacity(pairs.len());
+        let mut lengths = 0;
         for (k, v) in pairs {
             match entries.last_mut() {
                 Some(last) if last.0 == k => last.1 = v,
-                _ => entries.push((k, v)),
+                _ => {
+                    lengths |= length_bit(&k);
+                    entries.push((k, v));
+                }
             }
         }
-        Attributes { entries }
+        Attributes { entries, lengths }
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
         self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key))
+    }
+
+    /// Whether `key` may be there (its length's bit is set).
+    fn may_hold(&self, key: &str) -> bool {
+        self.lengths & length_bit(key) != 0
     }
 
     /// How many attributes.
@@ -67,12 +93,15 @@ impl Attributes {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        if !self.may_hold(key) {
+            return None;
+        }
         self.position(key).ok().map(|i| &self.entries[i].1)
     }
 
     /// Whether `key` is there.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.position(key).is_ok()
+        self.may_hold(key) && self.position(key).is_ok()
     }
 
     /// Sets `key` to `value`; the value it replaces, if any.
@@ -80,6 +109,7 @@ impl Attributes {
         match self.position(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
+                self.lengths |= length_bit(&key);
                 self.entries.insert(i, (key, value));
                 None
             }
@@ -89,6 +119,7 @@ impl Attributes {
     /// Sets `key` to `value` unless it is there already (`entry(key).or_insert(value)`).
     pub fn insert_if_absent(&mut self, key: String, value: Value) {
         if let Err(i) = self.position(&key) {
+            self.lengths |= length_bit(&key);
             self.entries.insert(i, (key, value));
         }
     }
@@ -103,6 +134,7 @@ impl Attributes {
         let i = match self.position(&key) {
             Ok(i) => i,
             Err(i) => {
+                self.lengths |= length_bit(&key);
                 self.entries.insert(i, (key, default()));
                 i
             }
