@@ -28,6 +28,10 @@ pub struct Attributes {
     lengths: u64,
 }
 
+/// Up to this many attributes, a lookup scans them (see [`Attributes::find`]); beyond, it
+/// searches.
+const SCAN_MAX: usize = 32;
+
 /// The bit of a key's length in [`Attributes::lengths`].
 fn length_bit(key: &str) -> u64 {
     1 << (key.len() % 64)
@@ -81,6 +85,23 @@ impl Attributes {
         self.lengths & length_bit(key) != 0
     }
 
+    /// Where `key` is, if it is there. A span's few attributes are scanned comparing lengths
+    /// first (read from the vector itself) and bytes only on a length match: a binary search
+    /// reads a key's bytes at every probe, each in its own allocation, and the first lookups
+    /// on a span decoded by another thread miss the cache on every one of them.
+    fn find(&self, key: &str) -> Option<usize> {
+        if !self.may_hold(key) {
+            return None;
+        }
+        if self.entries.len() <= SCAN_MAX {
+            self.entries
+                .iter()
+                .position(|(k, _)| k.len() == key.len() && k.as_bytes() == key.as_bytes())
+        } else {
+            self.position(key).ok()
+        }
+    }
+
     /// How many attributes.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -93,15 +114,12 @@ impl Attributes {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        if !self.may_hold(key) {
-            return None;
-        }
-        self.position(key).ok().map(|i| &self.entries[i].1)
+        self.find(key).map(|i| &self.entries[i].1)
     }
 
     /// Whether `key` is there.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.may_hold(key) && self.position(key).is_ok()
+        self.find(key).is_some()
     }
 
     /// Sets `key` to `value`; the value it replaces, if any.
@@ -149,7 +167,7 @@ impl Attributes {
 
     /// Removes `key`; its value, if it was there.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.position(key).ok().map(|i| self.entries.remove(i).1)
+        self.find(key).map(|i| self.entries.remove(i).1)
     }
 
     /// Keeps the attributes for which `keep` is true, in order.
@@ -292,16 +310,24 @@ mod tests {
     use serde_json::json;
     use std::collections::BTreeMap;
 
-    /// Every operation gives what a `BTreeMap` gives, on random keys with repeats and shared
-    /// prefixes.
+    /// Every operation gives what a `BTreeMap` gives, on random keys with repeats, shared
+    /// prefixes and lengths that collide modulo 64, below and above [`SCAN_MAX`] keys (both
+    /// ways of finding one).
     #[test]
     fn behaves_as_a_btreemap() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        let keys = [
+        let mut keys: Vec<String> = [
             "a", "a.b", "a.b.0", "a.b.10", "a.b.2", "b", "", "é", "a\u{1f}", "z",
-        ];
-        for _ in 0..500 {
-            let n = rng.random_range(0..20);
+        ]
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+        keys.extend((0..60).map(|i| format!("retrieval.documents.{i}.document.id")));
+        keys.push("x".repeat(65));
+        keys.push("y".to_string());
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        for round in 0..1000 {
+            let n = rng.random_range(0..if round % 2 == 0 { 20 } else { 120 });
             let pairs: Vec<(String, Value)> = (0..n)
                 .map(|i| {
                     let k = keys[rng.random_range(0..keys.len())].to_string();
@@ -319,7 +345,7 @@ mod tests {
                 ours.range_from(head).collect::<Vec<_>>(),
                 theirs.range(head.to_string()..).collect::<Vec<_>>()
             );
-            for k in keys {
+            for &k in &keys {
                 assert_eq!(ours.get(k), theirs.get(k));
                 assert_eq!(ours.contains_key(k), theirs.contains_key(k));
             }
