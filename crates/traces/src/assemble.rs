@@ -1396,7 +1396,7 @@ mod tests {
                 trace[3].parent_span_id = Some("00000000000000ff".into());
                 trace[3]
                     .attributes
-                    .insert("llm.token_count.prompt".into(), json!("many"));
+                    .insert("llm.token_count.prompt", json!("many"));
             }
             for (k, s) in trace.iter_mut().enumerate() {
                 s.trace_id = id.clone();

@@ -1,12 +1,13 @@
 //! [`Attributes`]: a span's (or event's, or resource's) attributes, one sorted vector.
 //!
 //! A span holds about fourteen attributes and an import reads millions of spans. A
-//! `BTreeMap<String, Value>` of that size is one to three node allocations, built by sorting
-//! and bulk-pushing, and freed node by node; this is one allocation, filled and then sorted
-//! once. It answers what the readers and [`crate::conventions`] ask of a map — a key's
+//! `BTreeMap<String, Value>` of that size is one to three node allocations and one allocation
+//! per key, built by sorting and bulk-pushing, and freed piece by piece. Here every key's bytes
+//! sit in one buffer and the entries (a key's place and length, its value) in one vector,
+//! sorted once. It answers what the readers and [`crate::conventions`] ask of a map — a key's
 //! value, the keys from a prefix on, in order — with the same results a `BTreeMap` gives:
 //! keys are unique and kept in their byte order (`String`'s `Ord`), and a key inserted again
-//! replaces its value.
+//! replaces its value. Keys are handed out as `&str`.
 
 use std::fmt;
 
@@ -19,13 +20,24 @@ use serde_json::Value;
 /// flatten OTLP `AnyValue`s).
 #[derive(Clone, Default)]
 pub struct Attributes {
+    /// Every key's bytes, one after the other (a removed key's stay until the next insert
+    /// writes after them: they are only ever read through an entry).
+    keys: String,
     /// Sorted by key, keys unique.
-    entries: Vec<(String, Value)>,
+    entries: Vec<Entry>,
     /// Bit `len % 64` is set for the length of every key there (and may stay set after a
     /// removal): most lookups are of keys a span does not have (`metadata`, `session.id`,
     /// `gen_ai.system` on an OpenInference span), and a clear bit answers them without a
     /// search.
     lengths: u64,
+}
+
+/// One attribute: its key's place in [`Attributes::keys`], and its value.
+#[derive(Clone)]
+struct Entry {
+    start: u32,
+    len: u32,
+    value: Value,
 }
 
 /// Up to this many attributes, a lookup scans them (see [`Attributes::find`]); beyond, it
@@ -39,7 +51,7 @@ fn length_bit(key: &str) -> u64 {
 
 impl PartialEq for Attributes {
     fn eq(&self, other: &Self) -> bool {
-        self.entries == other.entries
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -49,35 +61,56 @@ impl Attributes {
         Attributes::default()
     }
 
-    /// Room for `n` attributes.
-    pub fn with_capacity(n: usize) -> Self {
-        Attributes {
-            entries: Vec::with_capacity(n),
+    /// The pairs in the order given, the last of equal keys kept (what inserting them one at a
+    /// time gives).
+    pub fn from_pairs(pairs: Vec<(String, Value)>) -> Self {
+        Attributes::from_str_pairs(pairs)
+    }
+
+    /// [`Attributes::from_pairs`] of keys given as any string (borrowed from a line being
+    /// decoded, say: each key's bytes are copied once, into the one buffer).
+    pub fn from_str_pairs<K: AsRef<str>>(mut pairs: Vec<(K, Value)>) -> Self {
+        // A stable sort keeps equal keys in their given order; the last of each run wins.
+        pairs.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+        let mut out = Attributes {
+            keys: String::with_capacity(pairs.iter().map(|p| p.0.as_ref().len()).sum()),
+            entries: Vec::with_capacity(pairs.len()),
             lengths: 0,
+        };
+        for (k, v) in pairs {
+            let k = k.as_ref();
+            if out.entries.last().is_some_and(|last| out.key(last) == k) {
+                if let Some(last) = out.entries.last_mut() {
+                    last.value = v;
+                }
+                continue;
+            }
+            let entry = out.entry_for(k, v);
+            out.entries.push(entry);
+        }
+        out
+    }
+
+    /// An entry for `key`, its bytes written at the end of the buffer.
+    fn entry_for(&mut self, key: &str, value: Value) -> Entry {
+        // Offsets are u32: a span's keys do not come near 4 GiB.
+        let start = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
+        self.keys.push_str(key);
+        self.lengths |= length_bit(key);
+        Entry {
+            start,
+            len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            value,
         }
     }
 
-    /// The pairs in the order given, the last of equal keys kept (what inserting them one at a
-    /// time gives).
-    pub fn from_pairs(mut pairs: Vec<(String, Value)>) -> Self {
-        // A stable sort keeps equal keys in their given order; the last of each run wins.
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut entries: Vec<(String, Value)> = Vec::with_capacity(pairs.len());
-        let mut lengths = 0;
-        for (k, v) in pairs {
-            match entries.last_mut() {
-                Some(last) if last.0 == k => last.1 = v,
-                _ => {
-                    lengths |= length_bit(&k);
-                    entries.push((k, v));
-                }
-            }
-        }
-        Attributes { entries, lengths }
+    /// The key of `e`.
+    fn key(&self, e: &Entry) -> &str {
+        &self.keys[e.start as usize..(e.start + e.len) as usize]
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key))
+        self.entries.binary_search_by(|e| self.key(e).cmp(key))
     }
 
     /// Whether `key` may be there (its length's bit is set).
@@ -86,9 +119,9 @@ impl Attributes {
     }
 
     /// Where `key` is, if it is there. A span's few attributes are scanned comparing lengths
-    /// first (read from the vector itself) and bytes only on a length match: a binary search
-    /// reads a key's bytes at every probe, each in its own allocation, and the first lookups
-    /// on a span decoded by another thread miss the cache on every one of them.
+    /// first (kept in the entries) and bytes only on a length match: a binary search reads
+    /// keys at every probe, and the first lookups on a span decoded by another thread miss
+    /// the cache.
     fn find(&self, key: &str) -> Option<usize> {
         if !self.may_hold(key) {
             return None;
@@ -96,7 +129,7 @@ impl Attributes {
         if self.entries.len() <= SCAN_MAX {
             self.entries
                 .iter()
-                .position(|(k, _)| k.len() == key.len() && k.as_bytes() == key.as_bytes())
+                .position(|e| e.len as usize == key.len() && self.key(e) == key)
         } else {
             self.position(key).ok()
         }
@@ -114,7 +147,7 @@ impl Attributes {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.find(key).map(|i| &self.entries[i].1)
+        self.find(key).map(|i| &self.entries[i].value)
     }
 
     /// Whether `key` is there.
@@ -123,22 +156,24 @@ impl Attributes {
     }
 
     /// Sets `key` to `value`; the value it replaces, if any.
-    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
-        match self.position(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+    pub fn insert(&mut self, key: impl AsRef<str>, value: Value) -> Option<Value> {
+        let key = key.as_ref();
+        match self.position(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].value, value)),
             Err(i) => {
-                self.lengths |= length_bit(&key);
-                self.entries.insert(i, (key, value));
+                let entry = self.entry_for(key, value);
+                self.entries.insert(i, entry);
                 None
             }
         }
     }
 
     /// Sets `key` to `value` unless it is there already (`entry(key).or_insert(value)`).
-    pub fn insert_if_absent(&mut self, key: String, value: Value) {
-        if let Err(i) = self.position(&key) {
-            self.lengths |= length_bit(&key);
-            self.entries.insert(i, (key, value));
+    pub fn insert_if_absent(&mut self, key: impl AsRef<str>, value: Value) {
+        let key = key.as_ref();
+        if let Err(i) = self.position(key) {
+            let entry = self.entry_for(key, value);
+            self.entries.insert(i, entry);
         }
     }
 
@@ -146,38 +181,44 @@ impl Attributes {
     /// (`entry(key).or_insert_with(default)`).
     pub fn get_or_insert_with(
         &mut self,
-        key: String,
+        key: impl AsRef<str>,
         default: impl FnOnce() -> Value,
     ) -> &mut Value {
-        let i = match self.position(&key) {
+        let key = key.as_ref();
+        let i = match self.position(key) {
             Ok(i) => i,
             Err(i) => {
-                self.lengths |= length_bit(&key);
-                self.entries.insert(i, (key, default()));
+                let entry = self.entry_for(key, default());
+                self.entries.insert(i, entry);
                 i
             }
         };
-        &mut self.entries[i].1
+        &mut self.entries[i].value
     }
 
     /// The keys, in order.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + '_ {
-        self.entries.iter().map(|(k, _)| k)
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + '_ {
+        self.entries.iter().map(|e| self.key(e))
     }
 
     /// Removes `key`; its value, if it was there.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.find(key).map(|i| self.entries.remove(i).1)
+        self.find(key).map(|i| self.entries.remove(i).value)
     }
 
     /// Keeps the attributes for which `keep` is true, in order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
-        self.entries.retain_mut(|(k, v)| keep(k, v));
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Value) -> bool) {
+        let keys = &self.keys;
+        self.entries.retain_mut(|e| {
+            let key = &keys[e.start as usize..(e.start + e.len) as usize];
+            keep(key, &mut e.value)
+        });
     }
 
     /// The attributes in key order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
+            keys: &self.keys,
             inner: self.entries.iter(),
         }
     }
@@ -185,8 +226,9 @@ impl Attributes {
     /// The attributes whose key is `head` or after it, in key order (`range(head..)` of a
     /// `BTreeMap`): where a prefix scan starts.
     pub fn range_from(&self, head: &str) -> Iter<'_> {
-        let start = self.entries.partition_point(|(k, _)| k.as_str() < head);
+        let start = self.entries.partition_point(|e| self.key(e) < head);
         Iter {
+            keys: &self.keys,
             inner: self.entries[start..].iter(),
         }
     }
@@ -194,14 +236,25 @@ impl Attributes {
 
 /// The attributes of an [`Attributes`], in key order.
 pub struct Iter<'a> {
-    inner: std::slice::Iter<'a, (String, Value)>,
+    keys: &'a str,
+    inner: std::slice::Iter<'a, Entry>,
+}
+
+impl<'a> Iter<'a> {
+    fn pair(&self, e: &'a Entry) -> (&'a str, &'a Value) {
+        (
+            &self.keys[e.start as usize..(e.start + e.len) as usize],
+            &e.value,
+        )
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a str, &'a Value);
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|(k, v)| (k, v))
+        let e = self.inner.next()?;
+        Some(self.pair(e))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -211,14 +264,15 @@ impl<'a> Iterator for Iter<'a> {
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back().map(|(k, v)| (k, v))
+        let e = self.inner.next_back()?;
+        Some(self.pair(e))
     }
 }
 
 impl ExactSizeIterator for Iter<'_> {}
 
 impl<'a> IntoIterator for &'a Attributes {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a str, &'a Value);
     type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Iter<'a> {
@@ -230,8 +284,17 @@ impl IntoIterator for Attributes {
     type Item = (String, Value);
     type IntoIter = std::vec::IntoIter<(String, Value)>;
 
+    /// The pairs in key order, each key a new `String`.
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.into_iter()
+        let Attributes { keys, entries, .. } = self;
+        entries
+            .into_iter()
+            .map(|e| {
+                let key = keys[e.start as usize..(e.start + e.len) as usize].to_string();
+                (key, e.value)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 }
 
@@ -275,7 +338,7 @@ impl Serialize for Attributes {
     /// A JSON object, keys in order (as a `BTreeMap` serializes).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.entries.len()))?;
-        for (k, v) in &self.entries {
+        for (k, v) in self.iter() {
             map.serialize_entry(k, v)?;
         }
         map.end()
@@ -338,12 +401,18 @@ mod tests {
             let mut theirs: BTreeMap<String, Value> = pairs.iter().cloned().collect();
             assert_eq!(
                 ours.iter().collect::<Vec<_>>(),
-                theirs.iter().collect::<Vec<_>>()
+                theirs
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v))
+                    .collect::<Vec<_>>()
             );
             let head = keys[rng.random_range(0..keys.len())];
             assert_eq!(
                 ours.range_from(head).collect::<Vec<_>>(),
-                theirs.range(head.to_string()..).collect::<Vec<_>>()
+                theirs
+                    .range(head.to_string()..)
+                    .map(|(k, v)| (k.as_str(), v))
+                    .collect::<Vec<_>>()
             );
             for &k in &keys {
                 assert_eq!(ours.get(k), theirs.get(k));
@@ -362,6 +431,10 @@ mod tests {
             ours.retain(|k, _| !k.ends_with('0'));
             theirs.retain(|k, _| !k.ends_with('0'));
             assert_eq!(ours.len(), theirs.len());
+            assert_eq!(
+                ours.clone().into_iter().collect::<Vec<_>>(),
+                theirs.clone().into_iter().collect::<Vec<_>>()
+            );
             assert_eq!(
                 serde_json::to_string(&ours).unwrap(),
                 serde_json::to_string(&theirs).unwrap()

@@ -399,7 +399,7 @@ impl LangfuseReader {
             return None;
         };
         let mut attrs = Attributes::new();
-        attrs.insert("langfuse.observation.type".into(), json!(ty));
+        attrs.insert("langfuse.observation.type", json!(ty));
         let oi_kind = match ty.as_str() {
             "GENERATION" => Some("LLM"),
             "RETRIEVER" | "EMBEDDING" | "TOOL" | "AGENT" | "CHAIN" | "GUARDRAIL" | "EVALUATOR" => {
@@ -416,7 +416,7 @@ impl LangfuseReader {
             }
         };
         if let Some(k) = oi_kind {
-            attrs.insert("openinference.span.kind".into(), json!(k));
+            attrs.insert("openinference.span.kind", json!(k));
         }
         let start = self.time(o, &["startTime", "start_time"], at, &what);
         let end = self.time(o, &["endTime", "end_time"], at, &what);
@@ -466,7 +466,7 @@ impl LangfuseReader {
         if let Some(m) = get(o, &["model", "provided_model_name", "providedModelName"]) {
             match m {
                 Value::String(s) if !s.is_empty() => {
-                    attrs.insert("llm.model_name".into(), m.clone());
+                    attrs.insert("llm.model_name", m.clone());
                 }
                 Value::String(_) => {}
                 other => self.note(
@@ -480,7 +480,7 @@ impl LangfuseReader {
         match (start, completion_start) {
             (Some(s), Some(c)) if c >= s => {
                 attrs.insert(
-                    "gen_ai.response.time_to_first_chunk".into(),
+                    "gen_ai.response.time_to_first_chunk",
                     json!((c - s) as f64 / 1e9),
                 );
             }
@@ -493,7 +493,7 @@ impl LangfuseReader {
             ),
             _ => {
                 if let Some(v) = get(o, &["timeToFirstToken", "time_to_first_token"]) {
-                    attrs.insert("gen_ai.response.time_to_first_chunk".into(), v.clone());
+                    attrs.insert("gen_ai.response.time_to_first_chunk", v.clone());
                 }
             }
         }
@@ -559,8 +559,8 @@ impl LangfuseReader {
             _ => None,
         };
         let mut attrs = Attributes::new();
-        attrs.insert("openinference.span.kind".into(), json!("CHAIN"));
-        attrs.insert("langfuse.observation.type".into(), json!("TRACE"));
+        attrs.insert("openinference.span.kind", json!("CHAIN"));
+        attrs.insert("langfuse.observation.type", json!("TRACE"));
         if let Some(v) = get(o, &["input"]) {
             put_io(&mut attrs, "input", &structured(v));
         }
@@ -596,7 +596,7 @@ impl LangfuseReader {
             match structured(m) {
                 Value::Object(m) if m.is_empty() => {}
                 v @ Value::Object(_) => {
-                    attrs.insert("metadata".into(), v);
+                    attrs.insert("metadata", v);
                 }
                 // Langfuse keeps non-object metadata as given; it is not a segment map.
                 Value::String(s) if s.is_empty() => {}
@@ -615,14 +615,14 @@ impl LangfuseReader {
             (["sessionId", "session_id"], "session.id"),
         ] {
             if let Some(v) = get(o, &keys) {
-                attrs.insert(attr.into(), v.clone());
+                attrs.insert(attr, v.clone());
             }
         }
         if let Some(t) = get(o, &["tags"]) {
             match structured(t) {
                 Value::Array(tags) if tags.is_empty() => {}
                 v @ Value::Array(_) => {
-                    attrs.insert("tag.tags".into(), v);
+                    attrs.insert("tag.tags", v);
                 }
                 other => self.note(
                     "wrong_attribute_type",
@@ -670,7 +670,7 @@ impl LangfuseReader {
             let Some(v) = found else { continue };
             match number(v) {
                 Some(x) if x >= 0.0 && x.fract() == 0.0 => {
-                    attrs.insert(attr.into(), json!(x as u64));
+                    attrs.insert(attr, json!(x as u64));
                 }
                 _ => self.note(
                     "wrong_attribute_type",
@@ -822,11 +822,11 @@ impl LangfuseReader {
                 None if top.len() > 1 => {
                     self.summary.spans_read += 1;
                     let mut attrs = Attributes::new();
-                    attrs.insert("openinference.span.kind".into(), json!("CHAIN"));
-                    attrs.insert("langfuse.synthesized_root".into(), json!(true));
+                    attrs.insert("openinference.span.kind", json!("CHAIN"));
+                    attrs.insert("langfuse.synthesized_root", json!(true));
                     for key in ["user.id", "session.id", "tag.tags", "metadata"] {
                         if let Some(v) = top.iter().find_map(|&i| spans[i].attributes.get(key)) {
-                            attrs.insert(key.into(), v.clone());
+                            attrs.insert(key, v.clone());
                         }
                     }
                     let mut id = format!("trace:{trace_id}");

@@ -590,7 +590,7 @@ fn json_attributes(
             .unwrap_or(Ok(Value::Null))
         {
             Ok(value) => {
-                out.insert(key.to_string(), value);
+                out.insert(key, value);
             }
             Err(e) => summary.note(Problem {
                 kind: "wrong_attribute_type".into(),

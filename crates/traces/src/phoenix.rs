@@ -321,7 +321,7 @@ pub(crate) fn flatten_into(prefix: &str, value: &Value, out: &mut Attributes) {
             }
         }
         other => {
-            out.insert(prefix.to_string(), other.clone());
+            out.insert(prefix, other.clone());
         }
     }
 }
@@ -333,7 +333,7 @@ pub(crate) fn regroup_metadata(attrs: &mut Attributes) {
     let keys: Vec<String> = attrs
         .keys()
         .filter(|k| k.starts_with("metadata.") || k.contains(".metadata."))
-        .cloned()
+        .map(str::to_string)
         .collect();
     for key in keys {
         let split = if let Some(rest) = key.strip_prefix("metadata.") {
@@ -469,10 +469,8 @@ fn phoenix_span(
         match kind.as_str() {
             Some(k) if k.eq_ignore_ascii_case("UNKNOWN") || k.is_empty() => {}
             Some(k) => {
-                attributes.insert_if_absent(
-                    "openinference.span.kind".into(),
-                    Value::String(k.to_string()),
-                );
+                attributes
+                    .insert_if_absent("openinference.span.kind", Value::String(k.to_string()));
             }
             None => note(
                 "wrong_attribute_type",

@@ -94,7 +94,7 @@ fn keep(record: Record, at: Location, out: &mut Decoded) {
         match attributes.remove("event.name") {
             Some(Value::String(s)) => s,
             Some(other) => {
-                attributes.insert("event.name".into(), other);
+                attributes.insert("event.name", other);
                 String::new()
             }
             None => String::new(),
@@ -118,7 +118,7 @@ fn keep(record: Record, at: Location, out: &mut Decoded) {
             }
         }
         Some(other) => {
-            attributes.insert_if_absent("body".into(), other);
+            attributes.insert_if_absent("body", other);
         }
     }
     out.log_events.push(LogEvent {
@@ -419,7 +419,7 @@ pub(crate) fn attach(
         if e.event.name == OPERATION_DETAILS {
             for (k, v) in &e.event.attributes {
                 if k.starts_with("gen_ai.") && !span.attributes.contains_key(k) {
-                    span.attributes.insert(k.clone(), v.clone());
+                    span.attributes.insert(k, v.clone());
                 }
             }
         }

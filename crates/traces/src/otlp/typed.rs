@@ -113,13 +113,15 @@ impl<'de> Deserialize<'de> for AttributeList {
                 f.write_str("a list of KeyValue")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttributeList, A::Error> {
-                let mut pairs = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+                let mut pairs: Vec<(Cow<'de, str>, Value)> =
+                    Vec::with_capacity(seq.size_hint().unwrap_or(8));
                 while let Some(kv) = seq.next_element::<KeyValue>()? {
-                    pairs.push((kv.key.0.into_owned(), kv.value));
+                    pairs.push((kv.key.0, kv.value));
                 }
                 // Sorted at once (a stable sort, and the last of equal keys kept: what
-                // inserting them in order gives).
-                Ok(AttributeList(Attributes::from_pairs(pairs)))
+                // inserting them in order gives), each key copied from the line into the
+                // attributes' one buffer.
+                Ok(AttributeList(Attributes::from_str_pairs(pairs)))
             }
         }
         d.deserialize_seq(V)
