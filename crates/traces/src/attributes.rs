@@ -35,8 +35,8 @@ pub struct Attributes {
 /// One attribute: its key's place in [`Attributes::keys`], and its value.
 #[derive(Clone)]
 struct Entry {
-    start: u32,
-    len: u32,
+    start: usize,
+    len: usize,
     value: Value,
 }
 
@@ -93,20 +93,19 @@ impl Attributes {
 
     /// An entry for `key`, its bytes written at the end of the buffer.
     fn entry_for(&mut self, key: &str, value: Value) -> Entry {
-        // Offsets are u32: a span's keys do not come near 4 GiB.
-        let start = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
+        let start = self.keys.len();
         self.keys.push_str(key);
         self.lengths |= length_bit(key);
         Entry {
             start,
-            len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            len: key.len(),
             value,
         }
     }
 
     /// The key of `e`.
     fn key(&self, e: &Entry) -> &str {
-        &self.keys[e.start as usize..(e.start + e.len) as usize]
+        &self.keys[e.start..e.start + e.len]
     }
 
     fn position(&self, key: &str) -> Result<usize, usize> {
@@ -129,7 +128,7 @@ impl Attributes {
         if self.entries.len() <= SCAN_MAX {
             self.entries
                 .iter()
-                .position(|e| e.len as usize == key.len() && self.key(e) == key)
+                .position(|e| e.len == key.len() && self.key(e) == key)
         } else {
             self.position(key).ok()
         }
@@ -210,7 +209,7 @@ impl Attributes {
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Value) -> bool) {
         let keys = &self.keys;
         self.entries.retain_mut(|e| {
-            let key = &keys[e.start as usize..(e.start + e.len) as usize];
+            let key = &keys[e.start..e.start + e.len];
             keep(key, &mut e.value)
         });
     }
@@ -242,10 +241,7 @@ pub struct Iter<'a> {
 
 impl<'a> Iter<'a> {
     fn pair(&self, e: &'a Entry) -> (&'a str, &'a Value) {
-        (
-            &self.keys[e.start as usize..(e.start + e.len) as usize],
-            &e.value,
-        )
+        (&self.keys[e.start..e.start + e.len], &e.value)
     }
 }
 
@@ -290,7 +286,7 @@ impl IntoIterator for Attributes {
         entries
             .into_iter()
             .map(|e| {
-                let key = keys[e.start as usize..(e.start + e.len) as usize].to_string();
+                let key = keys[e.start..e.start + e.len].to_string();
                 (key, e.value)
             })
             .collect::<Vec<_>>()
