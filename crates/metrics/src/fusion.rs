@@ -98,6 +98,11 @@ pub struct FusionOptions {
 }
 
 impl FusionOptions {
+    /// The weight of input `i` (1 when not given).
+    fn weight(&self, i: usize) -> f64 {
+        self.weights.get(i).copied().unwrap_or(1.0)
+    }
+
     /// Options for `method` with min-max normalisation, unit weights and no depth limit.
     pub fn new(method: FusionMethod) -> Self {
         Self {
@@ -161,58 +166,79 @@ pub fn fuse<D>(rankings: &[Vec<Retrieved<D>>], options: &FusionOptions) -> Vec<R
 where
     D: AsRef<[u8]> + Clone + Ord,
 {
-    let weight = |i: usize| options.weights.get(i).copied().unwrap_or(1.0);
     // Every (document, input, value), grouped by document with a stable sort: a document's
     // values stay in input order, so each sum adds them in the same order as ever.
     let mut entries: Vec<(D, usize, f64)> = Vec::with_capacity(rankings.iter().map(Vec::len).sum());
     for (i, ranking) in rankings.iter().enumerate() {
-        let mut r = ranking.clone();
-        rank(&mut r, Compat::V10);
-        let values: Vec<f64> = match options.method {
-            FusionMethod::Rrf { k } => (0..r.len())
-                .map(|pos| weight(i) / (k + pos as f64 + 1.0))
-                .collect(),
-            _ => normalize(&r, options.normalization),
-        };
-        for (doc, v) in r.into_iter().map(|x| x.doc).zip(values) {
-            entries.push((doc, i, v));
-        }
+        entries.extend(input_values(ranking, i, options).map(|(doc, v)| (doc, i, v)));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut fused: Vec<Retrieved<D>> = entries
+    let fused = entries
         .chunk_by(|a, b| a.0 == b.0)
-        .map(|vals| {
-            let sum: f64 = vals.iter().map(|v| v.2).sum();
-            let count = vals.len() as f64;
-            let score = match options.method {
-                FusionMethod::Rrf { .. } | FusionMethod::CombSum => sum,
-                FusionMethod::CombMnz => sum * count,
-                FusionMethod::CombAnz => sum / count,
-                FusionMethod::CombMax => vals.iter().map(|v| v.2).fold(f64::NEG_INFINITY, f64::max),
-                FusionMethod::CombMin => vals.iter().map(|v| v.2).fold(f64::INFINITY, f64::min),
-                FusionMethod::CombMed => {
-                    let mut x: Vec<f64> = vals.iter().map(|v| v.2).collect();
-                    x.sort_by(f64::total_cmp);
-                    let m = x.len() / 2;
-                    if x.len() % 2 == 1 {
-                        x[m]
-                    } else {
-                        (x[m - 1] + x[m]) / 2.0
-                    }
-                }
-                FusionMethod::WeightedSum => vals.iter().map(|&(_, i, v)| weight(i) * v).sum(),
-                FusionMethod::Convex { alpha } => vals
-                    .iter()
-                    .map(|&(_, i, v)| match i {
-                        0 => alpha * v,
-                        1 => (1.0 - alpha) * v,
-                        _ => 0.0,
-                    })
-                    .sum(),
-            };
-            Retrieved::new(vals[0].0.clone(), score)
+        .map(|group| {
+            let score = fused_score(options, group.iter().map(|&(_, i, v)| (i, v)));
+            Retrieved::new(group[0].0.clone(), score)
         })
         .collect();
+    ranked_to_depth(fused, options)
+}
+
+/// Input `i`'s documents in trec_eval's order, each with the value it brings to the fusion:
+/// `wᵢ / (k + rank)` for RRF, its normalised score otherwise.
+fn input_values<D: AsRef<[u8]> + Clone>(
+    ranking: &[Retrieved<D>],
+    i: usize,
+    options: &FusionOptions,
+) -> impl Iterator<Item = (D, f64)> {
+    let mut r = ranking.to_vec();
+    rank(&mut r, Compat::V10);
+    let values: Vec<f64> = match options.method {
+        FusionMethod::Rrf { k } => (0..r.len())
+            .map(|pos| options.weight(i) / (k + pos as f64 + 1.0))
+            .collect(),
+        _ => normalize(&r, options.normalization),
+    };
+    r.into_iter().map(|x| x.doc).zip(values)
+}
+
+/// A document's fused score from its `(input, value)` pairs, in input order (sums add them in
+/// that order).
+fn fused_score(options: &FusionOptions, vals: impl Iterator<Item = (usize, f64)> + Clone) -> f64 {
+    let values = vals.clone().map(|(_, v)| v);
+    let sum: f64 = values.clone().sum();
+    let count = vals.clone().count() as f64;
+    match options.method {
+        FusionMethod::Rrf { .. } | FusionMethod::CombSum => sum,
+        FusionMethod::CombMnz => sum * count,
+        FusionMethod::CombAnz => sum / count,
+        FusionMethod::CombMax => values.fold(f64::NEG_INFINITY, f64::max),
+        FusionMethod::CombMin => values.fold(f64::INFINITY, f64::min),
+        FusionMethod::CombMed => {
+            let mut x: Vec<f64> = values.collect();
+            x.sort_by(f64::total_cmp);
+            let m = x.len() / 2;
+            if x.len() % 2 == 1 {
+                x[m]
+            } else {
+                (x[m - 1] + x[m]) / 2.0
+            }
+        }
+        FusionMethod::WeightedSum => vals.map(|(i, v)| options.weight(i) * v).sum(),
+        FusionMethod::Convex { alpha } => vals
+            .map(|(i, v)| match i {
+                0 => alpha * v,
+                1 => (1.0 - alpha) * v,
+                _ => 0.0,
+            })
+            .sum(),
+    }
+}
+
+/// The fused list in trec_eval's order, cut to the options' depth.
+fn ranked_to_depth<D: AsRef<[u8]>>(
+    mut fused: Vec<Retrieved<D>>,
+    options: &FusionOptions,
+) -> Vec<Retrieved<D>> {
     rank(&mut fused, Compat::V10);
     if let Some(d) = options.depth {
         fused.truncate(d);
@@ -274,69 +300,25 @@ mod tests {
         );
     }
 
-    /// The fusion as it was written before its grouping became a sort (a `BTreeMap` of each
-    /// document's values): the reference the current one must match bit for bit.
+    /// The fusion grouped as it was before the sort: a `BTreeMap` of each document's
+    /// `(input, value)` pairs. The grouping is what this reference checks; the values and the
+    /// score of a group are the module's own.
     fn fuse_with_a_map(
         rankings: &[Vec<Retrieved<String>>],
         options: &FusionOptions,
     ) -> Vec<Retrieved<String>> {
-        let weight = |i: usize| options.weights.get(i).copied().unwrap_or(1.0);
         let mut scores: std::collections::BTreeMap<String, Vec<(usize, f64)>> =
             std::collections::BTreeMap::new();
         for (i, ranking) in rankings.iter().enumerate() {
-            let mut r = ranking.clone();
-            rank(&mut r, Compat::V10);
-            let values: Vec<f64> = match options.method {
-                FusionMethod::Rrf { k } => (0..r.len())
-                    .map(|pos| weight(i) / (k + pos as f64 + 1.0))
-                    .collect(),
-                _ => normalize(&r, options.normalization),
-            };
-            for (doc, v) in r.into_iter().map(|x| x.doc).zip(values) {
+            for (doc, v) in input_values(ranking, i, options) {
                 scores.entry(doc).or_default().push((i, v));
             }
         }
-        let mut fused: Vec<Retrieved<String>> = scores
+        let fused = scores
             .into_iter()
-            .map(|(doc, vals)| {
-                let sum: f64 = vals.iter().map(|v| v.1).sum();
-                let count = vals.len() as f64;
-                let score = match options.method {
-                    FusionMethod::Rrf { .. } | FusionMethod::CombSum => sum,
-                    FusionMethod::CombMnz => sum * count,
-                    FusionMethod::CombAnz => sum / count,
-                    FusionMethod::CombMax => {
-                        vals.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max)
-                    }
-                    FusionMethod::CombMin => vals.iter().map(|v| v.1).fold(f64::INFINITY, f64::min),
-                    FusionMethod::CombMed => {
-                        let mut x: Vec<f64> = vals.iter().map(|v| v.1).collect();
-                        x.sort_by(f64::total_cmp);
-                        let m = x.len() / 2;
-                        if x.len() % 2 == 1 {
-                            x[m]
-                        } else {
-                            (x[m - 1] + x[m]) / 2.0
-                        }
-                    }
-                    FusionMethod::WeightedSum => vals.iter().map(|&(i, v)| weight(i) * v).sum(),
-                    FusionMethod::Convex { alpha } => vals
-                        .iter()
-                        .map(|&(i, v)| match i {
-                            0 => alpha * v,
-                            1 => (1.0 - alpha) * v,
-                            _ => 0.0,
-                        })
-                        .sum(),
-                };
-                Retrieved::new(doc, score)
-            })
+            .map(|(doc, vals)| Retrieved::new(doc, fused_score(options, vals.iter().copied())))
             .collect();
-        rank(&mut fused, Compat::V10);
-        if let Some(d) = options.depth {
-            fused.truncate(d);
-        }
-        fused
+        ranked_to_depth(fused, options)
     }
 
     /// Every method and normalization, on generated rankings with repeated documents, tied

@@ -62,14 +62,9 @@ impl Attributes {
     }
 
     /// The pairs in the order given, the last of equal keys kept (what inserting them one at a
-    /// time gives).
-    pub fn from_pairs(pairs: Vec<(String, Value)>) -> Self {
-        Attributes::from_str_pairs(pairs)
-    }
-
-    /// [`Attributes::from_pairs`] of keys given as any string (borrowed from a line being
-    /// decoded, say: each key's bytes are copied once, into the one buffer).
-    pub fn from_str_pairs<K: AsRef<str>>(mut pairs: Vec<(K, Value)>) -> Self {
+    /// time gives). Keys may be any string (borrowed from a line being decoded, say): each
+    /// key's bytes are copied once, into the one buffer.
+    pub fn from_pairs<K: AsRef<str>>(mut pairs: Vec<(K, Value)>) -> Self {
         // A stable sort keeps equal keys in their given order; the last of each run wins.
         pairs.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
         let mut out = Attributes {
@@ -79,14 +74,13 @@ impl Attributes {
         };
         for (k, v) in pairs {
             let k = k.as_ref();
-            if out.entries.last().is_some_and(|last| out.key(last) == k) {
-                if let Some(last) = out.entries.last_mut() {
-                    last.value = v;
+            match out.entries.last_mut() {
+                Some(last) if &out.keys[last.start..last.start + last.len] == k => last.value = v,
+                _ => {
+                    let entry = out.entry_for(k, v);
+                    out.entries.push(entry);
                 }
-                continue;
             }
-            let entry = out.entry_for(k, v);
-            out.entries.push(entry);
         }
         out
     }

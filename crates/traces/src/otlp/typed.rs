@@ -121,7 +121,7 @@ impl<'de> Deserialize<'de> for AttributeList {
                 // Sorted at once (a stable sort, and the last of equal keys kept: what
                 // inserting them in order gives), each key copied from the line into the
                 // attributes' one buffer.
-                Ok(AttributeList(Attributes::from_str_pairs(pairs)))
+                Ok(AttributeList(Attributes::from_pairs(pairs)))
             }
         }
         d.deserialize_seq(V)
