@@ -1430,9 +1430,9 @@ fn trace_record(
         Some(v) => Some(typed(v, "production", at)?),
     };
     let mut trace = Trace::new(&id);
-    trace.production = production;
+    trace.production = production.map(Box::new);
     trace.retrieval = candidates;
-    trace.pipeline = pipeline;
+    trace.pipeline = pipeline.map(Box::new);
     trace.context = context;
     trace.generation = Some(generation);
     trace.latency_ms = latency;

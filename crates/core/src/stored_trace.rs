@@ -63,7 +63,7 @@ pub fn stored_json(trace: &Trace) -> serde_json::Result<String> {
             schema_version,
             case_id,
             retrieval: retrieval.as_ref(),
-            pipeline: pipeline.as_ref().map(CompactPipeline::of),
+            pipeline: pipeline.as_deref().map(CompactPipeline::of),
             context: context.as_ref(),
             generation: generation.as_ref(),
             error: error.as_ref(),
@@ -74,7 +74,7 @@ pub fn stored_json(trace: &Trace) -> serde_json::Result<String> {
             claims: claims.as_ref(),
             filter_check: filter_check.as_ref(),
             output_tokens: output_tokens.as_ref(),
-            production: production.as_ref(),
+            production: production.as_deref(),
         },
     )?;
     // serde_json writes UTF-8 only: the error is never met.
@@ -634,7 +634,7 @@ mod tests {
             6,
             vec![passage("d1", Some(2.0), Some("text of d1"))],
         ));
-        t.pipeline = pipeline;
+        t.pipeline = pipeline.map(Box::new);
         t.generation = Some(json!({"answer": "14 days"}).as_object().unwrap().clone());
         t.latency_ms.retrieve = Some(3.5);
         t.intervention = Some("no-rerank".into());

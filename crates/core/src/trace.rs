@@ -222,9 +222,11 @@ pub struct Trace {
     /// rerank), the list context assembly cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<Retrieval>,
-    /// The optional stages (rewrite, lanes, fusion, rerank), when the system has any.
+    /// The optional stages (rewrite, lanes, fusion, rerank), when the system has any. Boxed,
+    /// as [`Trace::production`] is: most traces have neither, and a trace is moved and held
+    /// by value (each held case of a run's summary), so their ~680 bytes stay out of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<crate::pipeline::Pipeline>,
+    pub pipeline: Option<Box<crate::pipeline::Pipeline>>,
     /// What `generate` received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Context>,
@@ -263,7 +265,7 @@ pub struct Trace {
     pub output_tokens: Option<OutputTokens>,
     /// What production recorded beside the trace (imported or collected traffic only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub production: Option<crate::production::Production>,
+    pub production: Option<Box<crate::production::Production>>,
 }
 
 impl Trace {

@@ -977,7 +977,7 @@ mod tests {
         let mut t = trace(final_list, 2, None);
         let mut p = oloproof_core::pipeline::Pipeline::default();
         f(&mut t, &mut p);
-        t.pipeline = Some(p);
+        t.pipeline = Some(Box::new(p));
         let raw = raw.map(|r| Retrieval::new(Some("q".into()), 6, docs(r)));
         gold_label(case, Some(&t), raw.as_ref(), 2, Some(true), Some(false))
     }
@@ -1183,7 +1183,7 @@ mod tests {
             ..Default::default()
         };
         p.lanes.insert("bm25".into(), docs(&["x", "rel"]));
-        t.pipeline = Some(p);
+        t.pipeline = Some(Box::new(p));
         let ids = |r: Option<Retrieval>| {
             r.map(|r| {
                 r.candidates

@@ -279,7 +279,7 @@ pub(crate) fn retrieve_pipeline(
     let mut retrieval = Retrieval::new(first_query, system.depth, candidates);
     retrieval.filters = filters;
     retrieval.hops = hops;
-    trace.pipeline = Some(pipeline);
+    trace.pipeline = Some(Box::new(pipeline));
     Ok(retrieval)
 }
 
@@ -380,7 +380,7 @@ pub(crate) fn rerank_replayed(
         )?;
         pipeline.pre_rerank = Some(std::mem::replace(&mut retrieval.candidates, reranked));
     }
-    trace.pipeline = Some(pipeline);
+    trace.pipeline = Some(Box::new(pipeline));
     Ok(retrieval)
 }
 

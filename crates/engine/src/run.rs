@@ -1406,6 +1406,14 @@ impl RunPlan<'_> {
         // compares the two). Otherwise (a resumed run, a cost cap that left cases pending,
         // cases executed by other workers) read the run back.
         let mut summary = if whole_run && held_count == total {
+            // `filter_map` collects in place (`flatten` does not): the held slots' buffer
+            // becomes the run's cases, without a second array of ~1.3 KB a case grown by
+            // doubling (80 MB of 420 at 20,000 cases).
+            #[allow(clippy::filter_map_identity)]
+            let cases: Vec<LoadedCase> = held
+                .into_iter()
+                .filter_map(std::convert::identity)
+                .collect();
             let run = LoadedRun {
                 record,
                 settings: settings.clone(),
@@ -1413,7 +1421,7 @@ impl RunPlan<'_> {
                     .iter()
                     .map(|e| (e.criterion().to_string(), e.kind()))
                     .collect(),
-                cases: held.into_iter().flatten().collect(),
+                cases,
             };
             let summary = summarize_run(&run, counts)?;
             // Freeing ten thousand traces takes tens of milliseconds the caller need not wait

@@ -359,13 +359,13 @@ mod tests {
             }
         };
         let mut t = trace(Vec::new());
-        t.pipeline = Some(Pipeline {
+        t.pipeline = Some(Box::new(Pipeline {
             retrievals: vec![
                 call("bm25", vec![hop(&["a"]), hop(&["x"])]),
                 call("tri", vec![hop(&["x"]), hop(&["b"])]),
             ],
             ..Pipeline::default()
-        });
+        }));
         let h1 = eval(json!({"type": "hop_recall", "k": 1, "hop": 1}), &c, &t);
         assert_eq!(score(&h1), 0.5);
         let h2 = eval(json!({"type": "hop_recall", "k": 1, "hop": 2}), &c, &t);

@@ -849,7 +849,7 @@ mod tests {
         let mut t = trace(
             json!({"answer": "a", "usage": {"model": "gen", "input_tokens": 812, "output_tokens": 40}}),
         );
-        t.pipeline = Some(oloproof_core::pipeline::Pipeline {
+        t.pipeline = Some(Box::new(oloproof_core::pipeline::Pipeline {
             rewrite: Some(oloproof_core::pipeline::Rewrite {
                 queries: vec!["q".into()],
                 usage: Some(Usage {
@@ -859,7 +859,7 @@ mod tests {
                 }),
             }),
             ..Default::default()
-        });
+        }));
         t
     }
 

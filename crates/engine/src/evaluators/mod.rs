@@ -806,14 +806,14 @@ mod tests {
     fn fields_production_did_not_record_exclude_the_case() {
         let c = case(r#"[{"doc_id":"a"}]"#);
         let mut t = trace(&["a"]);
-        t.production = Some(oloproof_core::production::Production {
+        t.production = Some(Box::new(oloproof_core::production::Production {
             not_recorded: vec![
                 "answer".into(),
                 "retrieval.text".into(),
                 "latency_ms.generate".into(),
             ],
             ..Default::default()
-        });
+        }));
         let contains = from_json(&json!({"type": "contains"})).unwrap();
         let v = evaluate(contains.as_ref(), &c, &t, None);
         assert_eq!(

@@ -517,7 +517,7 @@ mod tests {
         let mut lanes = BTreeMap::new();
         lanes.insert("bm25".to_string(), passages(&["g", "a"]));
         lanes.insert("tri".to_string(), passages(&["a", "b", "g"]));
-        t.pipeline = Some(Pipeline {
+        t.pipeline = Some(Box::new(Pipeline {
             retrievals: vec![call("bm25", &["g", "a"]), call("tri", &["a", "b", "g"])],
             lanes,
             fused: Some(Fused {
@@ -526,7 +526,7 @@ mod tests {
             }),
             pre_rerank: Some(fused),
             ..Pipeline::default()
-        });
+        }));
         t
     }
 
@@ -597,11 +597,11 @@ mod tests {
         // A pipeline with one lane and a rerank: `fused` is the lane's list, not the output.
         let mut one = Trace::new("c");
         one.retrieval = Some(Retrieval::new(None, 10, passages(&["g", "a"])));
-        one.pipeline = Some(Pipeline {
+        one.pipeline = Some(Box::new(Pipeline {
             retrievals: vec![call("bm25", &["a", "g"])],
             pre_rerank: Some(passages(&["a", "g"])),
             ..Pipeline::default()
-        });
+        }));
         assert_eq!(recall("fused", &one).verdict, Verdict::Score { value: 0.0 });
         assert_eq!(
             recall("reranked", &one).verdict,

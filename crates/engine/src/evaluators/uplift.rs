@@ -486,10 +486,10 @@ mod tests {
     fn reranked(before: &[&str], after: &[&str]) -> Trace {
         let mut t = Trace::new("c");
         t.retrieval = Some(Retrieval::new(None, 10, passages(after)));
-        t.pipeline = Some(Pipeline {
+        t.pipeline = Some(Box::new(Pipeline {
             pre_rerank: Some(passages(before)),
             ..Pipeline::default()
-        });
+        }));
         t
     }
 
@@ -615,14 +615,14 @@ mod tests {
         let mut lanes = std::collections::BTreeMap::new();
         lanes.insert("bm25".to_string(), passages(&["g", "a"]));
         lanes.insert("tri".to_string(), passages(&["a", "b", "c"]));
-        t.pipeline = Some(Pipeline {
+        t.pipeline = Some(Box::new(Pipeline {
             lanes,
             fused: Some(Fused {
                 method: "rrf k=60".into(),
                 candidates: fused,
             }),
             ..Pipeline::default()
-        });
+        }));
         let vs_bm25 = eval(
             json!({"type": "fusion_uplift", "k": 2, "lane": "bm25", "measure": "recall"}),
             &c,
@@ -660,7 +660,7 @@ mod tests {
         let c = case(r#"[{"doc_id":"g1"},{"doc_id":"g2"}]"#);
         let mut t = Trace::new("c");
         t.retrieval = Some(Retrieval::new(None, 10, passages(&["g1"])));
-        t.pipeline = Some(Pipeline {
+        t.pipeline = Some(Box::new(Pipeline {
             question: Some("q".into()),
             rewrite: Some(Rewrite {
                 queries: vec!["q".into(), "q expanded".into()],
@@ -678,7 +678,7 @@ mod tests {
                 passages(&["a", "g1", "g2"]),
             )),
             ..Pipeline::default()
-        });
+        }));
         let v = eval(json!({"type": "rewrite_uplift", "k": 2}), &c, &t);
         assert_eq!(v.criterion, "rewrite_uplift_recall_at_2");
         // Union of the top 2 of the four lists: {a, g1, b, g2, c} ⊇ both golds; raw top 2 (the

@@ -1374,7 +1374,7 @@ mod tests {
         }))
         .unwrap();
         let mut trace = oloproof_core::trace::Trace::new(id);
-        trace.production = Some(Production {
+        trace.production = Some(Box::new(Production {
             trace_id: Some(format!("t-{id}")),
             feedback: feedback
                 .into_iter()
@@ -1386,7 +1386,7 @@ mod tests {
                 })
                 .collect(),
             ..Default::default()
-        });
+        }));
         Record { case, trace }
     }
 
