@@ -442,11 +442,18 @@ pub fn summarize_run(
 }
 
 /// What the summary reads of a case and its trace, and nothing more: ids, labels, metadata,
-/// the context's flags, latencies and the error's kind. Texts (input, passages, gold context,
-/// the generation, stderr, tracebacks) and a pipeline's stage lists are dropped as each case
-/// is read, so summarising a large run holds ids and numbers, not every trace in full (the
+/// the context's flags, latencies and the error's kind, and the verdict details it reads
+/// ([`crate::summary::summary_reads_detail`]). Texts (input, passages, gold context, the
+/// generation, stderr, tracebacks), a pipeline's stage lists and rule evaluators' details are
+/// dropped as each case is read, so summarising a large run holds ids and numbers, not every trace in full (the
 /// soak's 100,000 cases peaked at 2.1 GB holding them whole).
-fn slim_for_summary((case, trace, _): &mut LoadedCase) {
+fn slim_for_summary((case, trace, verdicts): &mut LoadedCase) {
+    // A rule evaluator's detail (most verdicts) is nothing the summary reads.
+    for v in verdicts.iter_mut() {
+        if !crate::summary::summary_reads_detail(&v.detail) {
+            v.detail = serde_json::Value::Null;
+        }
+    }
     let Some(trace) = trace.as_mut() else {
         return;
     };

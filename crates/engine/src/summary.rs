@@ -134,6 +134,19 @@ pub fn failure_modes(detail: &Value) -> BTreeSet<String> {
     out
 }
 
+/// Whether the summary reads anything of a verdict's `detail`: a failure mode a judge named
+/// ([`failure_modes`]), judge calls (`calls` and `failed_call`, which
+/// [`JudgeUsage::add_detail`](oloproof_core::summary::JudgeUsage::add_detail) counts) or
+/// per-repeat values (`result.repeats`, which [`repeat_agreement`] reads). A detail it does not
+/// read (a rule evaluator's, e.g. `{"best_relevant_position": 1}`) need not be held for the
+/// summary.
+pub fn summary_reads_detail(detail: &Value) -> bool {
+    detail.get("calls").is_some()
+        || detail.get("failed_call").is_some()
+        || detail["result"]["repeats"].is_array()
+        || !failure_modes(detail).is_empty()
+}
+
 /// One finished case as the summary reads it.
 pub struct CaseOutcome<'a> {
     /// The case.
@@ -552,6 +565,109 @@ mod tests {
             ]
         );
         assert_eq!(slice("shipping"), [("wrong_entity".to_string(), 1)]);
+    }
+
+    /// Dropping the details the summary does not read changes nothing of the summary: failure
+    /// modes, judge usage and repeat agreement all come out the same, and the rule details
+    /// (most of them) are dropped.
+    #[test]
+    fn details_the_summary_does_not_read_can_be_dropped() {
+        use serde_json::json;
+        let cases: Vec<Case> = (0..8)
+            .map(|i| {
+                serde_json::from_value(json!({
+                    "id": format!("c{i}"), "input": {},
+                    "metadata": {"topic": if i % 2 == 0 { "billing" } else { "shipping" }}
+                }))
+                .unwrap()
+            })
+            .collect();
+        let traces: Vec<Trace> = cases.iter().map(|c| Trace::new(&c.id)).collect();
+        // Each judge detail carries one thing the summary reads, so each test of
+        // `summary_reads_detail` is needed.
+        let judged = |i: usize| match i % 4 {
+            0 => json!({"result": {"failure_mode": "fabrication", "score": 0.2}}),
+            1 => json!({"calls": [{"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.001},
+                                  {"cached": true}]}),
+            2 => {
+                json!({"repeats": 3, "result": {"repeats": [{"value": 1.0}, {"value": 0.5}, {"value": 1.0}]}})
+            }
+            _ => json!({"failed_call": {"attempts": 3, "input_tokens": 7}}),
+        };
+        let verdicts: Vec<Vec<CriterionVerdict>> = (0..8)
+            .map(|i| {
+                vec![
+                    CriterionVerdict {
+                        criterion: "recall_at_2".into(),
+                        verdict: Verdict::Score { value: (i % 2) as f64 },
+                        detail: json!({"best_relevant_position": i % 3}),
+                    },
+                    CriterionVerdict {
+                        criterion: "faithfulness".into(),
+                        verdict: Verdict::Score { value: 0.25 * (i % 4) as f64 },
+                        detail: judged(i),
+                    },
+                    CriterionVerdict {
+                        criterion: "answer_correct".into(),
+                        verdict: Verdict::pass_if(i % 3 != 0),
+                        detail: json!({"matched": null, "nested": [{"mode": "not a failure_mode key"}]}),
+                    },
+                ]
+            })
+            .collect();
+        let criteria = [
+            ("recall_at_2".to_string(), SummaryKind::Mean),
+            ("faithfulness".to_string(), SummaryKind::Mean),
+            ("answer_correct".to_string(), SummaryKind::Proportion),
+        ];
+        let slices = ["metadata.topic".to_string()];
+        let inputs = SummaryInputs {
+            run_id: "r",
+            system: ("s", "1"),
+            criteria: &criteria,
+            slices: &slices,
+            min_slice_support: 1,
+            seed: 1,
+            resamples: 100,
+            total_cases: 8,
+            cache: CacheCounts::default(),
+        };
+        let summarise = |verdicts: &[Vec<CriterionVerdict>]| {
+            let outcomes: Vec<CaseOutcome<'_>> = (0..8)
+                .map(|i| CaseOutcome {
+                    case: &cases[i],
+                    trace: &traces[i],
+                    verdicts: &verdicts[i],
+                })
+                .collect();
+            let mut usage = oloproof_core::summary::JudgeUsage::default();
+            for v in outcomes.iter().flat_map(|o| o.verdicts) {
+                usage.add_detail(&v.detail);
+            }
+            (
+                serde_json::to_value(summarize(&inputs, &outcomes)).unwrap(),
+                serde_json::to_value(usage).unwrap(),
+            )
+        };
+        let mut slim = verdicts.clone();
+        let mut dropped = 0;
+        for v in slim.iter_mut().flatten() {
+            if !summary_reads_detail(&v.detail) {
+                v.detail = Value::Null;
+                dropped += 1;
+            }
+        }
+        // Every rule detail is dropped, no judge detail is.
+        assert_eq!(dropped, 16);
+        let (full, full_usage) = summarise(&verdicts);
+        let (slimmed, slimmed_usage) = summarise(&slim);
+        assert_eq!(full, slimmed);
+        assert_eq!(full_usage, slimmed_usage);
+        // What the summary read of the judge details is there to compare.
+        assert_eq!(full["criteria"][1]["failure_modes"]["fabrication"], 2);
+        assert_eq!(full["repeat_agreement"][0]["criterion"], "faithfulness");
+        assert_eq!(full_usage["failed_calls"], 2);
+        assert_eq!(full_usage["cached_calls"], 2);
     }
 
     #[test]
