@@ -468,10 +468,11 @@ fn slim_for_summary((case, trace, verdicts): &mut LoadedCase) {
     if let Some(r) = trace.retrieval.as_mut() {
         r.candidates.iter_mut().for_each(strip);
     }
+    // Of the context the summary reads only whether the budget truncated it (the
+    // `context_truncated` slice): its passages and the dropped candidates go.
     if let Some(c) = trace.context.as_mut() {
-        for p in &mut c.passages {
-            strip(&mut p.passage);
-        }
+        c.passages = Vec::new();
+        c.dropped = Vec::new();
     }
     trace.generation = None;
     trace.stderr = Vec::new();

@@ -5,7 +5,7 @@
 use oloproof_core::dataset::load_dataset;
 use oloproof_engine::project::load_config_for_dataset;
 use oloproof_engine::recorded::start_recorded_run;
-use oloproof_engine::run::{summarize_stored, RunFlags, Silent};
+use oloproof_engine::run::{summarize_run, summarize_stored, EngineEvaluators, RunFlags, Silent};
 use oloproof_store::SqliteStore;
 
 const CONFIG: &str = "dataset: data.jsonl
@@ -14,7 +14,7 @@ evaluators:
   - {type: token_f1}
   - {type: entity_grounding}
   - {type: hit_rate, k: 2}
-slices: [metadata.topic]
+slices: [metadata.topic, relevant_position, context_truncated]
 min_slice_support: 2
 ";
 
@@ -53,4 +53,18 @@ fn the_held_summary_is_the_stored_summary() {
         serde_json::to_value(&stored).unwrap()
     );
     assert_eq!(outcome.summary.done, 60);
+    // Both summarise slimmed cases (texts, contexts' passages and the verdict details the
+    // summary does not read dropped): the whole cases give the same summary.
+    let reader: &dyn oloproof_core::store::Store = &store;
+    let whole = reader.load_run(&outcome.run_id, &EngineEvaluators).unwrap();
+    assert!(whole
+        .cases
+        .iter()
+        .any(|(_, t, _)| t.as_ref().is_some_and(|t| t.context.is_some())));
+    let mut unslimmed = summarize_run(&whole, outcome.summary.cache).unwrap();
+    unslimmed.incomplete_criteria = outcome.summary.incomplete_criteria.clone();
+    assert_eq!(
+        serde_json::to_value(&outcome.summary).unwrap(),
+        serde_json::to_value(&unslimmed).unwrap()
+    );
 }
