@@ -472,6 +472,26 @@ pub fn summarize(inputs: &SummaryInputs<'_>, outcomes: &[CaseOutcome<'_>]) -> Ru
 mod tests {
     use super::*;
 
+    /// Summary inputs for a test run `r` of `total_cases` cases: slices of one case count,
+    /// 100 resamples seeded with 1.
+    fn test_inputs<'a>(
+        criteria: &'a [(String, SummaryKind)],
+        slices: &'a [String],
+        total_cases: u64,
+    ) -> SummaryInputs<'a> {
+        SummaryInputs {
+            run_id: "r",
+            system: ("s", "1"),
+            criteria,
+            slices,
+            min_slice_support: 1,
+            seed: 1,
+            resamples: 100,
+            total_cases,
+            cache: CacheCounts::default(),
+        }
+    }
+
     fn pf(k: usize, n: usize) -> Vec<Verdict> {
         (0..n).map(|i| Verdict::pass_if(i < k)).collect()
     }
@@ -530,17 +550,7 @@ mod tests {
             .collect();
         let criteria = [("faithfulness".to_string(), SummaryKind::Mean)];
         let slices = ["metadata.topic".to_string()];
-        let inputs = SummaryInputs {
-            run_id: "r",
-            system: ("s", "1"),
-            criteria: &criteria,
-            slices: &slices,
-            min_slice_support: 1,
-            seed: 1,
-            resamples: 100,
-            total_cases: 4,
-            cache: CacheCounts::default(),
-        };
+        let inputs = test_inputs(&criteria, &slices, 4);
         let summary = summarize(&inputs, &outcomes);
         let modes = |m: &BTreeMap<String, u64>| -> Vec<(String, u64)> {
             m.iter().map(|(k, v)| (k.clone(), *v)).collect()
@@ -621,17 +631,7 @@ mod tests {
             ("answer_correct".to_string(), SummaryKind::Proportion),
         ];
         let slices = ["metadata.topic".to_string()];
-        let inputs = SummaryInputs {
-            run_id: "r",
-            system: ("s", "1"),
-            criteria: &criteria,
-            slices: &slices,
-            min_slice_support: 1,
-            seed: 1,
-            resamples: 100,
-            total_cases: 8,
-            cache: CacheCounts::default(),
-        };
+        let inputs = test_inputs(&criteria, &slices, 8);
         let summarise = |verdicts: &[Vec<CriterionVerdict>]| {
             let outcomes: Vec<CaseOutcome<'_>> = (0..8)
                 .map(|i| CaseOutcome {
