@@ -442,11 +442,12 @@ pub fn summarize_run(
 }
 
 /// What the summary reads of a case and its trace, and nothing more: ids, labels, metadata,
-/// the context's flags, latencies and the error's kind, and the verdict details it reads
-/// ([`crate::summary::summary_reads_detail`]). Texts (input, passages, gold context, the
-/// generation, stderr, tracebacks), a pipeline's stage lists and rule evaluators' details are
-/// dropped as each case is read, so summarising a large run holds ids and numbers, not every trace in full (the
-/// soak's 100,000 cases peaked at 2.1 GB holding them whole).
+/// the context's `truncated` flag, latencies, the error's kind, and the verdict details it
+/// reads ([`crate::summary::summary_reads_detail`]). Texts (input, passages, gold context, the
+/// generation, stderr, tracebacks), the context's passages, a pipeline's stage lists and rule
+/// evaluators' details are dropped as each case is read, so summarising a large run holds ids
+/// and numbers, not every trace in full (the soak's 100,000 cases peaked at 2.1 GB holding
+/// them whole).
 fn slim_for_summary((case, trace, verdicts): &mut LoadedCase) {
     // A rule evaluator's detail (most verdicts) is nothing the summary reads.
     for v in verdicts.iter_mut() {
