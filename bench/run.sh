@@ -23,7 +23,9 @@
 # Prints absolute times and ratios. Not part of the test suite.
 #
 # OLOPROOF_BIN=path/to/oloproof uses that binary instead of building the release one (e.g.
-# target/ci/oloproof on a machine where only the CI profile is built).
+# target/ci/oloproof on a machine where only the CI profile is built). The workers and the
+# Python loops run on $OLOPROOF_PYTHON (default python3); the first line printed says which
+# Python it is and whether it can import orjson (the worker shim's fast JSON, oloproof[fast]).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n_over="${1:-10000}"
@@ -34,6 +36,8 @@ else
   cargo build --release -p oloproof --manifest-path "$root/Cargo.toml" >/dev/null 2>&1
   bin="$root/target/release/oloproof"
 fi
+py="${OLOPROOF_PYTHON:-python3}"
+export OLOPROOF_PYTHON="$py"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -48,7 +52,7 @@ cp -r "$root/bench/systems/instant" "$work/instant"
 python3 "$root/bench/gen_cases.py" "$n_over" "$work/instant/cases.jsonl"
 fresh=$(timed "$bin" run "$work/instant" --no-cache --max-error-rate 1)
 cached=$(timed "$bin" run "$work/instant" --max-error-rate 1)
-loop=$(cd "$work/instant" && PYTHONPATH="$root/python:$work/instant" timed python3 - <<PY
+loop=$(cd "$work/instant" && PYTHONPATH="$root/python:$work/instant" timed "$py" - <<PY
 import json
 from app import Instant
 from oloproof import Passage
@@ -78,7 +82,7 @@ timed "$bin" run "$work/pipeline5" --no-cache --max-error-rate 1 >/dev/null
 # (rewrite, each query through each lane, the lanes' lists merged in order as the rerank's
 # input, rerank, count_tokens, generate), so each run's harness overhead is its wall time less
 # its system's own.
-pipe_loop=$(cd "$work/pipeline" && PYTHONPATH="$root/python:$work/pipeline" timed python3 - <<PY
+pipe_loop=$(cd "$work/pipeline" && PYTHONPATH="$root/python:$work/pipeline" timed "$py" - <<PY
 import json
 from app import InstantPipeline
 system = InstantPipeline()
@@ -117,6 +121,13 @@ par=$(timed "$bin" run "$work/sleepy" --no-cache --max-error-rate 1)
 ideal=$(python3 -c "import sys; print(int(sys.argv[1]) * 0.020 / 8)" "$n_par")
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "python: $("$py" -c 'import sys
+try:
+    import orjson
+    fast = "orjson " + orjson.__version__
+except ImportError:
+    fast = "no orjson"
+print(sys.executable, sys.version.split()[0] + ",", fast)')"
 echo "overhead ($n_over cases, workers 2, 5 evaluators)"
 echo "  oloproof run, fresh       $(secs "$fresh") s   ($per_case_us µs per case; target ≤ 5 s)"
 echo "  oloproof run, all cached  $(secs "$cached") s   ($cached_us µs per case; target ≤ 2 s)"
