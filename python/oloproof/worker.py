@@ -513,16 +513,20 @@ class Worker:
 
     def _keep_plain(self, passages, extra):
         """Clears ``plain_reply`` unless ``extra`` and the metadata of ``passages`` (wire
-        objects: their other fields are checked) are plain values."""
+        objects: their other fields are checked) are plain values. A value nested too deep to
+        check (or circular) is not: ``json`` then says what it says of it."""
         if not self.plain_reply:
             return
-        if extra and not _is_plain(extra):
-            self.plain_reply = False
-            return
-        for w in passages:
-            if "metadata" in w and not _is_plain(w["metadata"]):
+        try:
+            if extra and not _is_plain(extra):
                 self.plain_reply = False
                 return
+            for w in passages:
+                if "metadata" in w and not _is_plain(w["metadata"]):
+                    self.plain_reply = False
+                    return
+        except RecursionError:
+            self.plain_reply = False
 
     def op_retrieve_batch(self, req):
         """Several ``retrieve`` calls of one case (its queries × lanes) in one request: the
