@@ -492,6 +492,21 @@ mod tests {
         }
     }
 
+    /// The outcomes of a test run: each case with its trace and verdicts, by index.
+    fn test_outcomes<'a>(
+        cases: &'a [Case],
+        traces: &'a [Trace],
+        verdicts: &'a [Vec<CriterionVerdict>],
+    ) -> Vec<CaseOutcome<'a>> {
+        (0..cases.len())
+            .map(|i| CaseOutcome {
+                case: &cases[i],
+                trace: &traces[i],
+                verdicts: &verdicts[i],
+            })
+            .collect()
+    }
+
     fn pf(k: usize, n: usize) -> Vec<Verdict> {
         (0..n).map(|i| Verdict::pass_if(i < k)).collect()
     }
@@ -541,13 +556,7 @@ mod tests {
             }]
         })
         .collect();
-        let outcomes: Vec<CaseOutcome<'_>> = (0..4)
-            .map(|i| CaseOutcome {
-                case: &cases[i],
-                trace: &traces[i],
-                verdicts: &verdicts[i],
-            })
-            .collect();
+        let outcomes = test_outcomes(&cases, &traces, &verdicts);
         let criteria = [("faithfulness".to_string(), SummaryKind::Mean)];
         let slices = ["metadata.topic".to_string()];
         let inputs = test_inputs(&criteria, &slices, 4);
@@ -633,13 +642,7 @@ mod tests {
         let slices = ["metadata.topic".to_string()];
         let inputs = test_inputs(&criteria, &slices, 8);
         let summarise = |verdicts: &[Vec<CriterionVerdict>]| {
-            let outcomes: Vec<CaseOutcome<'_>> = (0..8)
-                .map(|i| CaseOutcome {
-                    case: &cases[i],
-                    trace: &traces[i],
-                    verdicts: &verdicts[i],
-                })
-                .collect();
+            let outcomes = test_outcomes(&cases, &traces, verdicts);
             let mut usage = oloproof_core::summary::JudgeUsage::default();
             for v in outcomes.iter().flat_map(|o| o.verdicts) {
                 usage.add_detail(&v.detail);
